@@ -1,0 +1,80 @@
+import { OpenAPIHono } from "@hono/zod-openapi";
+import { HTTPException } from "hono/http-exception";
+import { bodyLimit } from "hono/body-limit";
+import { requestId } from "hono/request-id";
+import { ApiError } from "../errors/index.js";
+import { authentication } from "./auth-middleware.js";
+import type { Api, ApiEnv, RouteModule, Services } from "./context.js";
+import { registerDocs } from "./docs.js";
+import { validationHook } from "./validation.js";
+
+/** Builds the REST application: middleware, every route module, `/openapi.json` and `/docs`. */
+export function createApp(services: Services, modules: readonly RouteModule[]): Api {
+  const app: Api = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
+  const { logger, metrics } = services;
+
+  app.use(requestId());
+  app.use(async (c, next) => {
+    const started = performance.now();
+    c.set("log", logger.child({ reqId: c.get("requestId") }));
+    await next();
+    const route = c.req.routePath || "unmatched";
+    const seconds = (performance.now() - started) / 1000;
+    metrics.httpRequests.inc({ method: c.req.method, route, status: String(c.res.status) });
+    metrics.httpDuration.observe({ method: c.req.method, route }, seconds);
+    c.get("log").info(
+      { method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(seconds * 1000) },
+      "request",
+    );
+  });
+  app.use(async (c, next) => {
+    // Signed-URL uploads stream their body to the file store and apply their own limits.
+    if (c.req.path.startsWith("/storage/")) return next();
+    return bodyLimit({
+      maxSize: services.config.DMS_MAX_BODY_BYTES,
+      onError: () => {
+        throw new ApiError("PAYLOAD_TOO_LARGE", `Request body over ${services.config.DMS_MAX_BODY_BYTES} bytes`);
+      },
+    })(c, next);
+  });
+  app.use(authentication(services));
+
+  app.get("/healthz", (c) => {
+    services.db.prepare("SELECT 1").get();
+    return c.json({ status: "ok" });
+  });
+  app.get("/metrics", async (c) =>
+    c.body(await metrics.registry.metrics(), 200, { "content-type": metrics.registry.contentType }),
+  );
+
+  for (const register of modules) register(app, services);
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "token", {
+    type: "apiKey",
+    in: "header",
+    name: "Authorization",
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", {
+    type: "apiKey",
+    in: "header",
+    name: "x-api-key",
+  });
+  app.doc("/openapi.json", {
+    openapi: "3.0.3",
+    info: { title: "dms: device management service", version: "1.0.0" },
+    security: [{ token: [], apiKey: [] }],
+  });
+  registerDocs(app);
+
+  app.notFound((c) => c.json({ message: `No operation ${c.req.method} ${c.req.path}`, messageKey: "NOT_FOUND" }, 404));
+  app.onError((err, c) => {
+    if (err instanceof ApiError) return c.json(err.body(), err.status as 400);
+    if (err instanceof HTTPException && err.status < 500) {
+      // Hono's own 4xx, such as a body that is not JSON.
+      return c.json({ message: err.message || "Invalid request", messageKey: "INVALID_ARGUMENTS" }, err.status);
+    }
+    c.get("log")?.error({ err }, "internal error");
+    return c.json({ message: `Internal error (request ${c.get("requestId")})`, messageKey: "INTERNAL_ERROR" }, 500);
+  });
+  return app;
+}

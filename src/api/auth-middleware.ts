@@ -1,0 +1,35 @@
+import type { MiddlewareHandler } from "hono";
+import { ApiError } from "../errors/index.js";
+import type { ApiEnv, Services } from "./context.js";
+
+/** Paths that need neither key nor token: probes, the API description, and signed-URL transfers. */
+const OPEN = [/^\/healthz$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/.*)?$/, /^\/storage\//];
+/** Paths that need the API key but no token. */
+const KEY_ONLY = [/^\/auth\/(login|refresh)$/];
+
+/**
+ * `x-api-key` must be a provisioned key (403 `{"message":"Forbidden"}` as the
+ * original gateway answered), then `Authorization: [Bearer ]<token>` must be a
+ * valid access token of an existing user (401).
+ */
+export function authentication(services: Services): MiddlewareHandler<ApiEnv> {
+  return async (c, next) => {
+    const path = c.req.path;
+    if (OPEN.some((p) => p.test(path))) return next();
+    const key = c.req.header("x-api-key");
+    if (!key || !services.identity.isApiKey(key)) return c.json({ message: "Forbidden" }, 403);
+    if (KEY_ONLY.some((p) => p.test(path))) return next();
+    const token = bearer(c.req.header("authorization"));
+    const userName = token && (await services.tokens.verify(token, "access"));
+    const principal = userName ? services.identity.principal(userName) : undefined;
+    if (!principal) throw new ApiError("UNAUTHORIZED", "Missing, expired or invalid token");
+    c.set("principal", principal);
+    return next();
+  };
+}
+
+export function bearer(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const token = header.startsWith("Bearer ") ? header.slice(7) : header;
+  return token.trim() || undefined;
+}

@@ -1,0 +1,39 @@
+import { z } from "@hono/zod-openapi";
+
+/** The flat error body of every failed operation. */
+export const ErrorSchema = z
+  .object({
+    message: z.string(),
+    messageKey: z.string(),
+    property: z.string().optional(),
+  })
+  .openapi("Error");
+
+const errorContent = { "application/json": { schema: ErrorSchema } };
+
+/** Request body part of a route declaration. */
+export function jsonBody<T extends z.ZodType>(schema: T, description?: string) {
+  return { body: { required: true, content: { "application/json": { schema } }, description } } as const;
+}
+
+/** A JSON response and the error responses every operation can give. */
+export function jsonResponses<T extends z.ZodType>(schema: T, description = "OK", status: 200 | 201 = 200) {
+  return {
+    [status]: { description, content: { "application/json": { schema } } },
+    400: { description: "PROPERTY_REQUIRED, INVALID_ARGUMENTS and the like", content: errorContent },
+    401: { description: "No or bad token", content: errorContent },
+    403: { description: "Bad API key, NOT_AUTHORIZED", content: errorContent },
+    404: { description: "*_NOT_FOUND", content: errorContent },
+  } as const;
+}
+
+/** Responses of an operation that answers no body. */
+export function emptyResponses(description = "Done") {
+  return {
+    200: { description },
+    400: { description: "PROPERTY_REQUIRED, INVALID_ARGUMENTS and the like", content: errorContent },
+    401: { description: "No or bad token", content: errorContent },
+    403: { description: "Bad API key, NOT_AUTHORIZED", content: errorContent },
+    404: { description: "*_NOT_FOUND", content: errorContent },
+  } as const;
+}

@@ -1,0 +1,6 @@
+import type { RouteModule } from "../context.js";
+import { adminDomainRoutes } from "./admin-domains.js";
+import { authRoutes } from "./auth.js";
+
+/** Every REST area, registered in one place. */
+export const routeModules: readonly RouteModule[] = [authRoutes, adminDomainRoutes];

@@ -1,0 +1,39 @@
+import type { Migration } from "../store/index.js";
+
+export const authMigrations: Migration[] = [
+  {
+    id: "auth-001-identity",
+    up: `
+      CREATE TABLE domains (
+        id TEXT PRIMARY KEY,
+        parent TEXT REFERENCES domains(id),
+        label TEXT NOT NULL,
+        path TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX domains_parent ON domains(parent);
+      CREATE TABLE users (
+        user_name TEXT PRIMARY KEY,
+        password_hash TEXT NOT NULL,
+        role TEXT NOT NULL CHECK (role IN ('Read', 'ReadWrite')),
+        home_domain TEXT NOT NULL REFERENCES domains(id),
+        email TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE user_privileges (
+        user_name TEXT NOT NULL REFERENCES users(user_name) ON DELETE CASCADE,
+        domain TEXT NOT NULL REFERENCES domains(id) ON DELETE CASCADE,
+        privilege TEXT NOT NULL,
+        PRIMARY KEY (user_name, domain, privilege)
+      );
+      CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        key_hash TEXT NOT NULL UNIQUE,
+        label TEXT NOT NULL DEFAULT '',
+        created_at TEXT NOT NULL
+      );
+    `,
+  },
+];

@@ -1,0 +1,62 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { sign, verify } from "hono/jwt";
+import { randomSecret } from "../config/index.js";
+import { ensureDir } from "../store/index.js";
+
+export const ACCESS_TOKEN_SECONDS = 60 * 60;
+export const REFRESH_TOKEN_SECONDS = 7 * 24 * 60 * 60;
+
+type TokenKind = "access" | "refresh";
+
+export interface Credentials {
+  token: string;
+  refreshToken: string;
+  expiresIn: number;
+}
+
+/** Signs and checks the HS256 JWTs of login and refresh. */
+export class Tokens {
+  constructor(
+    private readonly secret: string,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  async issue(userName: string): Promise<Credentials> {
+    return {
+      token: await this.sign(userName, "access", ACCESS_TOKEN_SECONDS),
+      refreshToken: await this.sign(userName, "refresh", REFRESH_TOKEN_SECONDS),
+      expiresIn: ACCESS_TOKEN_SECONDS,
+    };
+  }
+
+  /** The user name of a valid token of that kind, or undefined for a bad, expired or tampered one. */
+  async verify(token: string, kind: TokenKind): Promise<string | undefined> {
+    try {
+      const payload = await verify(token, this.secret, "HS256");
+      const now = Math.floor(this.clock() / 1000);
+      if (payload.typ !== kind || typeof payload.sub !== "string") return undefined;
+      if (typeof payload.exp !== "number" || payload.exp <= now) return undefined;
+      return payload.sub;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private sign(sub: string, typ: TokenKind, seconds: number): Promise<string> {
+    const iat = Math.floor(this.clock() / 1000);
+    // jti makes two tokens issued in the same second differ, so a refresh always yields a new token.
+    return sign({ sub, typ, iat, exp: iat + seconds, jti: randomSecret().slice(0, 12) }, this.secret, "HS256");
+  }
+}
+
+/** DMS_JWT_SECRET, or one generated once and kept in the data dir so tokens survive a restart. */
+export function jwtSecret(configured: string | undefined, dataDir: string): string {
+  if (configured) return configured;
+  if (dataDir === ":memory:") return randomSecret();
+  const file = join(ensureDir(dataDir), "jwt-secret");
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+  const secret = randomSecret();
+  writeFileSync(file, secret, { mode: 0o600 });
+  return secret;
+}

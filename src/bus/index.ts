@@ -1,0 +1,30 @@
+import { EventEmitter } from "node:events";
+
+/** What changed in the registry; later parts (continuous jobs, search) subscribe. */
+export interface BusEvents {
+  "thingGroup.membership": { groupId: string; thingName: string; change: "added" | "removed" };
+  "thingGroup.deleted": { groupId: string };
+  "domain.changed": { id: string; change: "created" | "updated" | "deleted" };
+  "thingType.changed": { id: string; change: "created" | "updated" | "deleted" };
+  "thing.changed": { thingName: string; change: "created" | "updated" | "deleted" };
+}
+
+export type BusEventName = keyof BusEvents;
+
+/** In-process, synchronous event bus with typed events. */
+export class EventBus {
+  private readonly emitter = new EventEmitter({ captureRejections: false });
+
+  constructor() {
+    this.emitter.setMaxListeners(100);
+  }
+
+  on<K extends BusEventName>(name: K, listener: (event: BusEvents[K]) => void): () => void {
+    this.emitter.on(name, listener);
+    return () => this.emitter.off(name, listener);
+  }
+
+  emit<K extends BusEventName>(name: K, event: BusEvents[K]): void {
+    this.emitter.emit(name, event);
+  }
+}

@@ -1,0 +1,109 @@
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+
+/** Every part of dms that one process can run; `DMS_ROLES` picks a subset. */
+export const ROLES = ["api", "engine", "actions", "proxy", "mqtt", "scheduler"] as const;
+export type Role = (typeof ROLES)[number];
+
+const port = z.coerce.number().int().min(0).max(65535);
+const optionalUrl = z.string().url().optional();
+const bool = z.enum(["true", "false"]).transform((v) => v === "true");
+const portRange = z
+  .string()
+  .regex(/^\d+-\d+$/, "expected <first>-<last>, for example 40000-40999")
+  .transform((v) => {
+    const [first, last] = v.split("-").map(Number) as [number, number];
+    return { first, last };
+  })
+  .refine((r) => r.first >= 1 && r.last <= 65535 && r.first <= r.last, "expected 1 <= first <= last <= 65535");
+
+const schema = z.object({
+  DMS_HTTP_PORT: port.default(8080),
+  DMS_HTTP_HOST: z.string().min(1).default("0.0.0.0"),
+  DMS_DATA_DIR: z.string().min(1).default("./data"),
+  DMS_PROVISION: z.string().min(1).optional(),
+  DMS_PUBLIC_URL: optionalUrl,
+  DMS_STACK_NAME: z
+    .string()
+    .regex(/^[0-9a-zA-Z_-]+$/, "letters, digits, '-' and '_' only")
+    .default("dev"),
+  DMS_ENV: z.string().min(1).default("development"),
+  DMS_JWT_SECRET: z.string().min(16, "at least 16 characters").optional(),
+  DMS_MAX_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(4 * 1024 * 1024),
+  DMS_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  KAFKA_BROKERS: z
+    .string()
+    .regex(/^[^,\s]+(,[^,\s]+)*$/, "comma-separated host:port list")
+    .optional(),
+  KAFKA_OBSERVATIONS_TOPIC: z.string().min(1).default("dms.observations"),
+  KAFKA_EVENTS_TOPIC: z.string().min(1).default("dms.events"),
+  KAFKA_GROUP_ID: z.string().min(1).default("dms-engine"),
+  SCHEMA_REGISTRY_URL: optionalUrl,
+  MQTT_URL: optionalUrl,
+  DMS_MQTT_PORT: port.default(1884),
+  SMTP_URL: optionalUrl,
+  SMTP_FROM: z.string().min(3).default("dms@localhost"),
+  TWILIO_ACCOUNT_SID: z.string().min(1).optional(),
+  TWILIO_AUTH_TOKEN: z.string().min(1).optional(),
+  TWILIO_FROM: z.string().min(1).optional(),
+  TWILIO_API_URL: optionalUrl,
+  DMS_SMS_PER_SECOND: z.coerce.number().positive().default(1),
+  DMS_WEBHOOK_ALLOW_PRIVATE: bool.default(false),
+  DMS_PROXY_CONTROL_PORT: port.default(8081),
+  DMS_PROXY_DEVICE_PORT: port.default(7000),
+  DMS_PROXY_PORTS: portRange.default({ first: 40000, last: 40999 }),
+  DMS_PROXY_HOST: z.string().min(1).default("localhost"),
+  DMS_ROLES: z
+    .string()
+    .default(ROLES.join(","))
+    .transform((v) => v.split(",").map((r) => r.trim()))
+    .pipe(z.array(z.enum(ROLES)).min(1)),
+});
+
+type Env = z.output<typeof schema>;
+
+export interface Config extends Omit<Env, "DMS_PUBLIC_URL" | "DMS_ROLES"> {
+  DMS_PUBLIC_URL: string;
+  roles: ReadonlySet<Role>;
+  /** Generated rule ids carry the stack name unless this is false. */
+  ruleIdPrefix: string;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    detail: string,
+  ) {
+    super(`invalid configuration: ${variable}: ${detail}`);
+  }
+}
+
+/**
+ * Reads the configuration from environment variables. A bad value throws a
+ * ConfigError whose message is the one line the operator needs.
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = schema.safeParse(present);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const variable = String(issue.path[0] ?? "environment");
+    throw new ConfigError(variable, `${issue.message} (got ${JSON.stringify(present[variable] ?? null)})`);
+  }
+  const { DMS_ROLES, DMS_PUBLIC_URL, ...rest } = parsed.data;
+  return {
+    ...rest,
+    DMS_PUBLIC_URL: (DMS_PUBLIC_URL ?? `http://localhost:${rest.DMS_HTTP_PORT}`).replace(/\/$/, ""),
+    roles: new Set(DMS_ROLES),
+    ruleIdPrefix: rest.DMS_ENV === "production" ? "" : rest.DMS_STACK_NAME,
+  };
+}
+
+/** A random secret, for keys the operator did not set. */
+export function randomSecret(): string {
+  return randomBytes(32).toString("base64url");
+}

@@ -1,0 +1,75 @@
+/** The error keys of the interface, with the HTTP status DESIGN.md gives each. */
+export const ERROR_STATUS = {
+  PROPERTY_REQUIRED: 400,
+  INVALID_ARGUMENTS: 400,
+  INVALID_RULE: 400,
+  INVALID_RULE_CONFIG: 400,
+  INVALID_ACTION: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_AUTHORIZED: 403,
+  NOT_AUTHORIZED_DOMAIN: 403,
+  FILE_NOT_FOUND: 404,
+  THING_NOT_FOUND: 404,
+  THING_GROUP_NOT_FOUND: 404,
+  THING_JOB_NOT_FOUND: 404,
+  THING_TYPE_NOT_FOUND: 404,
+  EXPORT_JOB_NOT_FOUND: 404,
+  EXPORT_EXECUTION_NOT_FOUND: 404,
+  RULE_NOT_FOUND: 404,
+  DOMAIN_NOT_FOUND: 404,
+  USER_NOT_FOUND: 404,
+  API_KEY_NOT_FOUND: 404,
+  NOT_FOUND: 404,
+  RULE_ID_EXISTS: 409,
+  ALREADY_EXISTS: 409,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  INTERNAL_ERROR: 500,
+} as const;
+
+export type ErrorKey = keyof typeof ERROR_STATUS;
+export type ErrorStatus = (typeof ERROR_STATUS)[ErrorKey];
+
+/** The flat error body the original service's clients read. */
+export interface ErrorBody {
+  message: string;
+  messageKey: ErrorKey;
+  property?: string;
+}
+
+/**
+ * An error that answers the caller with its key. Every error of dms is made
+ * through this class so that the body and status are decided in one place.
+ */
+export class ApiError extends Error {
+  readonly status: number;
+
+  constructor(
+    readonly key: ErrorKey,
+    message: string,
+    readonly property?: string,
+    status?: number,
+  ) {
+    super(message);
+    this.status = status ?? ERROR_STATUS[key];
+  }
+
+  body(): ErrorBody {
+    return this.property === undefined
+      ? { message: this.message, messageKey: this.key }
+      : { message: this.message, messageKey: this.key, property: this.property };
+  }
+}
+
+export const required = (property: string): ApiError =>
+  new ApiError("PROPERTY_REQUIRED", `Property ${property} is required`, property);
+
+export const invalid = (property: string, why: string): ApiError =>
+  new ApiError("INVALID_ARGUMENTS", `Property ${property} is invalid: ${why}`, property);
+
+export const notAuthorized = (what = "You are not authorized for this operation"): ApiError =>
+  new ApiError("NOT_AUTHORIZED", what);
+
+export const notFound = (key: ErrorKey, what: string, property?: string): ApiError =>
+  new ApiError(key, `${what} not found`, property);

@@ -1,0 +1,6 @@
+import { authMigrations } from "./auth/index.js";
+import type { Migration } from "./store/index.js";
+import { thingsMigrations } from "./things/index.js";
+
+/** Every capability's schema changes, in the order they apply. */
+export const migrations: readonly Migration[] = [...authMigrations, ...thingsMigrations];

@@ -1,0 +1,123 @@
+import { readFile } from "node:fs/promises";
+import { z } from "zod";
+import { ROLES, type Identity } from "../auth/index.js";
+import type { Db } from "../store/index.js";
+import { DATA_TYPES, RESOURCE_TYPES, type ThingRegistry } from "../things/index.js";
+
+const ProvisionSchema = z.object({
+  apiKeys: z.array(z.string().min(8)).default([]),
+  domains: z
+    .array(z.object({ id: z.string().min(1), parent: z.string().min(1).optional(), label: z.string().optional() }))
+    .default([]),
+  users: z
+    .array(
+      z.object({
+        userName: z.string().min(1),
+        password: z.string().min(1),
+        role: z.enum(ROLES),
+        homeDomain: z.string().min(1),
+        email: z.string().optional(),
+        privileges: z.record(z.string(), z.array(z.string())).default({}),
+      }),
+    )
+    .default([]),
+  thingTypes: z
+    .array(
+      z.object({
+        id: z.string().min(1),
+        label: z.string().optional(),
+        domain: z.string().min(1),
+        resources: z
+          .array(
+            z.object({
+              name: z.string().min(1),
+              dataType: z.enum(DATA_TYPES).default("unknown"),
+              resourceType: z.enum(RESOURCE_TYPES).default("thing"),
+            }),
+          )
+          .default([]),
+      }),
+    )
+    .default([]),
+  things: z
+    .array(
+      z.object({
+        thingName: z.string().min(1),
+        thingType: z.string().min(1),
+        domain: z.string().min(1),
+        serial: z.string().optional(),
+        secret: z.string().optional(),
+        label: z.string().optional(),
+      }),
+    )
+    .default([]),
+  thingGroups: z
+    .array(
+      z.object({
+        id: z.string().min(1),
+        name: z.string().optional(),
+        domain: z.string().min(1),
+        things: z.array(z.string()).default([]),
+      }),
+    )
+    .default([]),
+});
+
+export type Provision = z.input<typeof ProvisionSchema>;
+
+export interface ProvisionTarget {
+  db: Db;
+  identity: Identity;
+  registry: ThingRegistry;
+}
+
+export async function provisionFromFile(file: string, target: ProvisionTarget): Promise<void> {
+  let json: unknown;
+  try {
+    json = JSON.parse(await readFile(file, "utf8"));
+  } catch (e) {
+    throw new Error(`DMS_PROVISION: cannot read ${file}: ${(e as Error).message}`, { cause: e });
+  }
+  await provision(json, target);
+}
+
+/**
+ * Applies a provisioning document: creates what is missing and brings what
+ * exists to the document's values. Applying it twice changes nothing.
+ */
+export async function provision(document: unknown, { identity, registry }: ProvisionTarget): Promise<void> {
+  const parsed = ProvisionSchema.safeParse(document);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new Error(`DMS_PROVISION: ${issue.path.join(".")}: ${issue.message}`);
+  }
+  const doc = parsed.data;
+  for (const key of doc.apiKeys) identity.addApiKey(key, "provisioned");
+  for (const d of doc.domains) {
+    const existing = identity.domain(d.id);
+    if (!existing) {
+      if (!d.parent) throw new Error(`DMS_PROVISION: domain ${d.id} needs a parent (only root has none)`);
+      identity.createDomain(d.id, d.parent, d.label);
+    } else if (d.label !== undefined && d.label !== existing.label) {
+      identity.updateDomain(d.id, d.label);
+    }
+  }
+  for (const u of doc.users) {
+    const existing = identity.user(u.userName);
+    if (!existing) {
+      await identity.createUser(u);
+      continue;
+    }
+    const auth = await identity.authenticate(u.userName, u.password);
+    await identity.updateUser(u.userName, {
+      role: u.role,
+      homeDomain: u.homeDomain,
+      email: u.email,
+      privileges: u.privileges,
+      ...(auth ? {} : { password: u.password }),
+    });
+  }
+  for (const t of doc.thingTypes) registry.putThingType({ ...t, label: t.label ?? t.id }, "upsert");
+  for (const t of doc.things) await registry.putThing(t, "upsert");
+  for (const g of doc.thingGroups) registry.putGroup({ ...g, name: g.name ?? g.id }, "upsert");
+}

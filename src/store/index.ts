@@ -1,0 +1,66 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+
+export type Db = Database.Database;
+
+/**
+ * One schema change. Each capability owns its migrations (ids prefixed by the
+ * capability, e.g. `auth-001`) so that folders evolve their tables without
+ * touching each other; ids are applied once, in the order given.
+ */
+export interface Migration {
+  id: string;
+  up: string | ((db: Db) => void);
+}
+
+export interface OpenOptions {
+  /** Directory holding `dms.sqlite`; `:memory:` for a throw-away database. */
+  dataDir: string;
+  migrations: readonly Migration[];
+}
+
+/** Opens the one SQLite connection of the process, in WAL mode, and migrates it. */
+export function openDatabase({ dataDir, migrations }: OpenOptions): Db {
+  const file = dataDir === ":memory:" ? ":memory:" : join(ensureDir(dataDir), "dms.sqlite");
+  const db = new Database(file);
+  db.pragma("journal_mode = WAL");
+  // NORMAL is durable across process crashes in WAL mode; only an OS crash can lose the last commits.
+  db.pragma("synchronous = NORMAL");
+  db.pragma("foreign_keys = ON");
+  db.pragma("busy_timeout = 5000");
+  migrate(db, migrations);
+  return db;
+}
+
+export function migrate(db: Db, migrations: readonly Migration[]): string[] {
+  db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (id TEXT PRIMARY KEY, applied_at TEXT NOT NULL)");
+  const applied = new Set(
+    db
+      .prepare<[], { id: string }>("SELECT id FROM schema_migrations")
+      .all()
+      .map((r) => r.id),
+  );
+  const record = db.prepare("INSERT INTO schema_migrations (id, applied_at) VALUES (?, ?)");
+  const done: string[] = [];
+  for (const m of migrations) {
+    if (applied.has(m.id)) continue;
+    db.transaction(() => {
+      if (typeof m.up === "string") db.exec(m.up);
+      else m.up(db);
+      record.run(m.id, new Date().toISOString());
+    })();
+    done.push(m.id);
+  }
+  return done;
+}
+
+export function ensureDir(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+/** ISO 8601 with milliseconds, UTC: the timestamp format of the interface. */
+export function isoNow(now: number = Date.now()): string {
+  return new Date(now).toISOString();
+}

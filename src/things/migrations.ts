@@ -1,0 +1,49 @@
+import type { Migration } from "../store/index.js";
+
+export const thingsMigrations: Migration[] = [
+  {
+    id: "things-001-registry",
+    up: `
+      CREATE TABLE thing_types (
+        id TEXT PRIMARY KEY,
+        label TEXT NOT NULL,
+        domain TEXT NOT NULL REFERENCES domains(id),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE thing_type_resources (
+        thing_type TEXT NOT NULL REFERENCES thing_types(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        data_type TEXT NOT NULL,
+        resource_type TEXT NOT NULL,
+        PRIMARY KEY (thing_type, name)
+      );
+      CREATE TABLE things (
+        thing_name TEXT PRIMARY KEY,
+        thing_type TEXT NOT NULL REFERENCES thing_types(id),
+        domain TEXT NOT NULL REFERENCES domains(id),
+        serial TEXT UNIQUE,
+        secret_hash TEXT,
+        label TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE INDEX things_type ON things(thing_type);
+      CREATE INDEX things_domain ON things(domain);
+      CREATE TABLE thing_groups (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        domain TEXT NOT NULL REFERENCES domains(id),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE thing_group_members (
+        group_id TEXT NOT NULL REFERENCES thing_groups(id) ON DELETE CASCADE,
+        thing_name TEXT NOT NULL REFERENCES things(thing_name) ON DELETE CASCADE,
+        added_at TEXT NOT NULL,
+        PRIMARY KEY (group_id, thing_name)
+      );
+      CREATE INDEX thing_group_members_thing ON thing_group_members(thing_name);
+    `,
+  },
+];
