@@ -7,6 +7,7 @@ import type { Config } from "./config/index.js";
 import { migrations } from "./migrations.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
+import { ObservationStore } from "./observations/index.js";
 import { openDatabase } from "./store/index.js";
 import { ThingRegistry } from "./things/index.js";
 
@@ -47,6 +48,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     identity,
     tokens: new Tokens(jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR), clock),
     registry,
+    observations: new ObservationStore(db),
     clock,
   };
   if (config.DMS_PROVISION) {

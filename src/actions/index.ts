@@ -1,18 +1,32 @@
-/** The action types of a rule. */
-export type ActionType = "WEBHOOK" | "EMAIL" | "SET_RESOURCE" | "SMS" | "EVENT";
+import type { ActionType } from "../rules/index.js";
 
-/** One action a rule triggered, ready to be delivered. */
+export type { ActionType };
+
+/** The rule engine payload: what `${...}` substitution and `includeAllEventData` see. */
+export interface RulePayload {
+  rule: { id: string; name: string; category?: string; domain: string };
+  thing: { thingName: string; thingType: string; domain: string; state: Record<string, unknown> };
+  observation: {
+    id: string;
+    timestamp: number;
+    state: Record<string, unknown>;
+    nested?: { type?: string; id?: string; state: Record<string, unknown> }[];
+  };
+  /** When the rule triggered, epoch ms and ISO 8601. */
+  timestamp: number;
+  isoTimestamp: string;
+}
+
+/** One action a rule triggered. */
 export interface TriggeredAction {
-  /** (rule, thing, observation id, action index): duplicates by key are dropped. */
+  /** `${ruleId}:${thingName}:${observationId}:${actionIndex}`: duplicates by key are dropped. */
   idempotencyKey: string;
   ruleId: string;
   thingName: string;
   type: ActionType;
-  /** The action config, its strings already substituted. */
+  /** The action config as the rule holds it; the sink substitutes `${...}` before delivery. */
   config: Record<string, unknown>;
-  /** The rule engine payload (thing, observation, rule, timestamps). */
-  payload: Record<string, unknown>;
-  triggeredAt: number;
+  payload: RulePayload;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Identity, Principal, Tokens } from "../auth/index.js";
 import type { EventBus } from "../bus/index.js";
 import type { Config } from "../config/index.js";
+import type { ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
 import type { Db } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
@@ -16,6 +17,7 @@ export interface Services {
   identity: Identity;
   tokens: Tokens;
   registry: ThingRegistry;
+  observations: ObservationStore;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;
 }

@@ -1,4 +1,5 @@
 import { EventEmitter } from "node:events";
+import type { Rule } from "../rules/index.js";
 
 /** What changed in the registry; later parts (continuous jobs, search) subscribe. */
 export interface BusEvents {
@@ -7,6 +8,8 @@ export interface BusEvents {
   "domain.changed": { id: string; change: "created" | "updated" | "deleted" };
   "thingType.changed": { id: string; change: "created" | "updated" | "deleted" };
   "thing.changed": { thingName: string; change: "created" | "updated" | "deleted" };
+  /** A rule was created or updated (`rule` set) or removed (`rule` null): the engine recompiles it. */
+  "rule.changed": { id: string; rule: Rule | null };
 }
 
 export type BusEventName = keyof BusEvents;

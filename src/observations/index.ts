@@ -1,0 +1,7 @@
+export {
+  ObservationStore,
+  observationMigrations,
+  type ObservationDocument,
+  type StoredObservationInput,
+  type StoredObservationRow,
+} from "./store.js";
