@@ -4,6 +4,7 @@ import { createApp, routeModules, type Api, type Services } from "./api/index.js
 import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { EventBus } from "./bus/index.js";
 import type { Config } from "./config/index.js";
+import { createMailer } from "./mail/index.js";
 import { migrations } from "./migrations.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
@@ -49,6 +50,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     tokens: new Tokens(jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR), clock),
     registry,
     observations: new ObservationStore(db),
+    mailer: createMailer(config.SMTP_URL, config.SMTP_FROM, logger),
     clock,
   };
   if (config.DMS_PROVISION) {

@@ -2,6 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Identity, Principal, Tokens } from "../auth/index.js";
 import type { EventBus } from "../bus/index.js";
 import type { Config } from "../config/index.js";
+import type { Mailer } from "../mail/index.js";
 import type { ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
 import type { Db } from "../store/index.js";
@@ -18,6 +19,7 @@ export interface Services {
   tokens: Tokens;
   registry: ThingRegistry;
   observations: ObservationStore;
+  mailer: Mailer;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;
 }
