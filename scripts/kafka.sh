@@ -1,0 +1,306 @@
+#!/usr/bin/env bash
+# Single-node Apache Kafka (KRaft, combined broker+controller) for tests and benchmarks.
+#
+#   scripts/kafka.sh start    download jars if needed, format storage, start, wait until it answers metadata
+#   scripts/kafka.sh stop     stop the broker and delete its state dir
+#   scripts/kafka.sh status   exit 0 and print "running <brokers>" if a broker answers on the port
+#
+# Why this shape: no Docker and no internet besides Maven Central, so the broker jars come from Maven
+# Central through the machine's `mvn` and run with plain `java -cp`. Everything lives in a throw-away
+# state dir, so each start is a clean cluster; the downloaded jars are cached so only the first start
+# downloads anything.
+#
+# Environment (all optional):
+#   KAFKA_PORT              PLAINTEXT listener port                        (default 9092)
+#   KAFKA_CONTROLLER_PORT   KRaft controller listener port                 (default 9093)
+#   KAFKA_VERSION           org.apache.kafka:kafka_2.13 version (4.x only) (default 4.3.1)
+#   KAFKA_CACHE_DIR         where the jars are kept        (default $HOME/.cache/dms-kafka/<version>)
+#   KAFKA_STATE_DIR         pid file, config, data, logs   (default /tmp/dms-kafka-<port>)
+#   KAFKA_HEAP_OPTS         JVM heap flags                 (default -Xms512m -Xmx512m)
+#   KAFKA_START_TIMEOUT     seconds to wait for readiness  (default 120)
+#   KAFKA_STOP_TIMEOUT      seconds between TERM and KILL  (default 30)
+#   KAFKA_EXTRA_CONFIG      extra server.properties lines appended verbatim (newline separated)
+set -euo pipefail
+
+# 4.4.0 is on Maven Central but its kafka-tools-api jar is not, so it does not resolve; 4.3.1 is the
+# newest release whose full runtime dependency set resolves.
+KAFKA_VERSION="${KAFKA_VERSION:-4.3.1}"
+# Kafka's Maven poms bring slf4j-api 1.7 and log4j-core but no slf4j binding (the binary distribution
+# ships one in libs/). Without it every broker log line is dropped; this binding routes them to log4j2.
+LOG4J_VERSION="2.25.4"
+DEPENDENCY_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
+
+KAFKA_PORT="${KAFKA_PORT:-9092}"
+KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-9093}"
+KAFKA_CACHE_DIR="${KAFKA_CACHE_DIR:-$HOME/.cache/dms-kafka/$KAFKA_VERSION}"
+KAFKA_STATE_DIR="${KAFKA_STATE_DIR:-/tmp/dms-kafka-$KAFKA_PORT}"
+KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms512m -Xmx512m}"
+KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-120}"
+KAFKA_STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
+KAFKA_EXTRA_CONFIG="${KAFKA_EXTRA_CONFIG:-}"
+
+BROKERS="127.0.0.1:$KAFKA_PORT"
+PID_FILE="$KAFKA_STATE_DIR/kafka.pid"
+LOG_DIR="$KAFKA_STATE_DIR/logs"
+# The readiness probe (scripts/kafka-probe.mjs) uses the repo's kafkajs from node_modules.
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+log() { echo "kafka.sh: $*" >&2; }
+die() {
+  log "$*"
+  exit 1
+}
+
+# --- broker probes -------------------------------------------------------------------------------
+
+# True while something accepts TCP connections on the port (cheap, no JVM/node start-up).
+port_open() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# True when the broker answers a real metadata request (an open port alone can be a broker that is
+# still starting, or some other program). With "groups" it must also answer for consumer groups:
+# right after start-up the group coordinator is still creating __consumer_offsets, and a test's first
+# consumer would otherwise log "coordinator not available/loading" errors and retry.
+broker_answers() {
+  port_open "$KAFKA_PORT" || return 1
+  timeout 15 node "$REPO_ROOT/scripts/kafka-probe.mjs" "$BROKERS" ${1:+"--$1"} >/dev/null 2>&1
+}
+
+# PID from our pid file if that process is still alive.
+running_pid() {
+  [[ -f "$PID_FILE" ]] || return 1
+  local pid
+  pid="$(cat "$PID_FILE")"
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+}
+
+# --- jars ----------------------------------------------------------------------------------------
+
+# Resolve kafka_2.13 and its runtime dependencies into the cache with a generated pom. Downloads go to
+# a private temp dir that is renamed into place only when complete, so an interrupted download or two
+# concurrent first starts (different ports) never leave a half-filled cache behind.
+ensure_jars() {
+  if [[ -f "$KAFKA_CACHE_DIR/.complete" ]]; then
+    return 0
+  fi
+  command -v mvn >/dev/null || die "mvn not found (needed once to fetch the Kafka jars)"
+  log "fetching Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_CACHE_DIR"
+  mkdir -p "$(dirname "$KAFKA_CACHE_DIR")"
+  local tmp
+  tmp="$(mktemp -d "$(dirname "$KAFKA_CACHE_DIR")/.fetch-$KAFKA_VERSION.XXXXXX")"
+  cat >"$tmp/pom.xml" <<EOF
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>dms</groupId>
+  <artifactId>dms-kafka-jars</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.kafka</groupId>
+      <artifactId>kafka_2.13</artifactId>
+      <version>$KAFKA_VERSION</version>
+    </dependency>
+    <dependency>
+      <groupId>org.apache.logging.log4j</groupId>
+      <artifactId>log4j-slf4j-impl</artifactId>
+      <version>$LOG4J_VERSION</version>
+    </dependency>
+  </dependencies>
+</project>
+EOF
+  if ! mvn -q -B -f "$tmp/pom.xml" "$DEPENDENCY_PLUGIN:copy-dependencies" \
+    -DincludeScope=runtime -DoutputDirectory="$tmp/libs" >"$tmp/mvn.log" 2>&1; then
+    cat "$tmp/mvn.log" >&2
+    rm -rf "$tmp"
+    die "could not resolve org.apache.kafka:kafka_2.13:$KAFKA_VERSION"
+  fi
+  touch "$tmp/libs/.complete"
+  if ! mv -T "$tmp/libs" "$KAFKA_CACHE_DIR" 2>/dev/null; then
+    # Someone else finished first; theirs is as good as ours.
+    [[ -f "$KAFKA_CACHE_DIR/.complete" ]] || die "cannot move jars into $KAFKA_CACHE_DIR"
+  fi
+  rm -rf "$tmp"
+}
+
+# --- config --------------------------------------------------------------------------------------
+
+write_config() {
+  mkdir -p "$LOG_DIR" "$KAFKA_STATE_DIR/data"
+
+  # Everything a test or benchmark needs on one node: replication factors of 1 for the internal
+  # topics (the defaults of 3 cannot be met), topics created on first use, and no delay before the
+  # first consumer group rebalance (the default 3 s would slow every test's first consume).
+  cat >"$KAFKA_STATE_DIR/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$KAFKA_CONTROLLER_PORT
+listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://127.0.0.1:$KAFKA_PORT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+log.dirs=$KAFKA_STATE_DIR/data
+num.partitions=6
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+# 50 partitions (the default) makes the first consumer group join noticeably slower for no gain here.
+offsets.topic.num.partitions=10
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+$KAFKA_EXTRA_CONFIG
+EOF
+
+  # Broker logs go to a file in the state dir, never to the console of whoever ran `start`.
+  cat >"$KAFKA_STATE_DIR/log4j2.properties" <<EOF
+status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = $LOG_DIR/server.log
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.kafka_request.name = kafka.request.logger
+logger.kafka_request.level = WARN
+EOF
+}
+
+# JVM flags shared by the storage formatter and the broker. Same GC flags as Kafka's own
+# kafka-run-class.sh; the heap is kept small for a 2-core, shared test box.
+java_args() {
+  local -a heap
+  read -r -a heap <<<"$KAFKA_HEAP_OPTS"
+  JAVA_ARGS=(
+    "${heap[@]}"
+    -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35
+    -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true
+    -Dlog4j2.configurationFile="$KAFKA_STATE_DIR/log4j2.properties"
+    -Dkafka.logs.dir="$LOG_DIR"
+    -cp "$KAFKA_CACHE_DIR/*"
+  )
+}
+
+# --- commands ------------------------------------------------------------------------------------
+
+cmd_status() {
+  if broker_answers; then
+    echo "running $BROKERS"
+    return 0
+  fi
+  echo "not running ($BROKERS)"
+  return 1
+}
+
+cmd_stop() {
+  local pid
+  if pid="$(running_pid)"; then
+    log "stopping broker pid $pid"
+    kill -TERM "$pid" 2>/dev/null || true
+    # A clean shutdown flushes and closes the log segments, which takes a few seconds.
+    local waited=0
+    while kill -0 "$pid" 2>/dev/null && ((waited < KAFKA_STOP_TIMEOUT * 10)); do
+      sleep 0.1
+      waited=$((waited + 1))
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "broker did not stop in ${KAFKA_STOP_TIMEOUT}s, killing it"
+      kill -KILL "$pid" 2>/dev/null || true
+      while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    fi
+  else
+    log "no broker of ours running on $BROKERS"
+  fi
+  rm -rf "$KAFKA_STATE_DIR"
+}
+
+cmd_start() {
+  # Several test runs may share one broker: if one already answers, reuse it.
+  if broker_answers; then
+    log "broker already running on $BROKERS"
+    echo "KAFKA_BROKERS=$BROKERS"
+    return 0
+  fi
+  # Our process is alive but not answering (hung, or a start that died half-way): replace it.
+  if running_pid >/dev/null; then
+    log "broker process exists but does not answer; restarting it"
+    cmd_stop
+  fi
+  port_open "$KAFKA_PORT" && die "port $KAFKA_PORT is taken by something that is not a Kafka broker"
+  port_open "$KAFKA_CONTROLLER_PORT" && die "controller port $KAFKA_CONTROLLER_PORT is already taken"
+
+  command -v java >/dev/null || die "java not found (Kafka $KAFKA_VERSION needs Java 17+)"
+  ensure_jars
+
+  # Fresh cluster every time: a leftover state dir is from a broker that is no longer running.
+  rm -rf "$KAFKA_STATE_DIR"
+  write_config
+
+  # KRaft needs its storage formatted with a cluster id before first start. The id is 16 random
+  # bytes in URL-safe base64 without padding, which is what `kafka-storage random-uuid` prints. It
+  # can start with "-", hence the --cluster-id=ID form.
+  local cluster_id
+  cluster_id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')"
+  java_args
+  if ! java "${JAVA_ARGS[@]}" kafka.tools.StorageTool format --cluster-id="$cluster_id" \
+    -c "$KAFKA_STATE_DIR/server.properties" >"$LOG_DIR/format.log" 2>&1; then
+    cat "$LOG_DIR/format.log" >&2
+    die "formatting KRaft storage failed"
+  fi
+
+  # setsid: the broker must not share the caller's process group, or a Ctrl-C in a test run that
+  # happened to start it would kill a broker other runs are using. All output goes to files so the
+  # caller's pipes close (execFile would otherwise wait for the broker to exit).
+  # The inner bash writes its own pid and then execs java, so the pid file holds the JVM's pid.
+  # 9>&- : the broker must not inherit the start/stop lock, or it would hold it for its lifetime.
+  # shellcheck disable=SC2016 # $$ and $@ are for the inner bash
+  setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$PID_FILE" \
+    java "${JAVA_ARGS[@]}" kafka.Kafka "$KAFKA_STATE_DIR/server.properties" \
+    >"$LOG_DIR/stdout.log" 2>&1 </dev/null 9>&- &
+
+  local deadline=$((SECONDS + KAFKA_START_TIMEOUT)) pid=""
+  while ((SECONDS < deadline)); do
+    [[ -n "$pid" ]] || pid="$(cat "$PID_FILE" 2>/dev/null || true)"
+    if [[ -n "$pid" ]] && ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 50 "$LOG_DIR/server.log" "$LOG_DIR/stdout.log" >&2 || true
+      die "broker exited during start-up (logs above, state dir $KAFKA_STATE_DIR)"
+    fi
+    if broker_answers groups; then
+      log "broker up on $BROKERS (pid $pid, logs in $LOG_DIR)"
+      echo "KAFKA_BROKERS=$BROKERS"
+      return 0
+    fi
+    sleep 0.5
+  done
+  tail -n 50 "$LOG_DIR/server.log" "$LOG_DIR/stdout.log" >&2 || true
+  # Do not leave a half-started broker holding the ports; keep the state dir for its logs (the next
+  # start wipes it).
+  if [[ -n "$pid" ]]; then kill -KILL "$pid" 2>/dev/null || true; fi
+  die "broker did not answer on $BROKERS within ${KAFKA_START_TIMEOUT}s (logs above, state dir $KAFKA_STATE_DIR)"
+}
+
+main() {
+  local cmd="${1:-}"
+  case "$cmd" in
+    start | stop)
+      # One start/stop at a time per port: concurrent test runs would otherwise both see "not
+      # running" and race to format the same state dir.
+      exec 9>"/tmp/dms-kafka-$KAFKA_PORT.lock"
+      flock -w $((KAFKA_START_TIMEOUT + KAFKA_STOP_TIMEOUT + 60)) 9 || die "timed out waiting for the lock"
+      "cmd_$cmd"
+      ;;
+    status) cmd_status ;;
+    *)
+      echo "usage: $0 start|stop|status" >&2
+      exit 2
+      ;;
+  esac
+}
+
+main "$@"
