@@ -4,6 +4,7 @@ import { createApp, routeModules, type Api, type Services } from "./api/index.js
 import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { EventBus } from "./bus/index.js";
 import type { Config } from "./config/index.js";
+import { createEngineService } from "./engine/index.js";
 import { createMailer } from "./mail/index.js";
 import { migrations } from "./migrations.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
@@ -58,8 +59,27 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     logger.info({ file: config.DMS_PROVISION }, "provisioning applied");
   }
 
-  const app = createApp(services, routeModules);
   const components: Component[] = [];
+  if (config.roles.has("engine")) {
+    const engine = createEngineService({
+      ...services,
+      domainPath: (id) => identity.pathOf(id),
+      // Late-bound: the actions capability may install its outbox after the engine is built.
+      sink: {
+        accept: async (actions) => {
+          if (services.actionSink) return services.actionSink.accept(actions);
+          logger.warn({ count: actions.length }, "no action sink installed; triggered actions dropped");
+        },
+      },
+      // The lead wires the rules store here.
+      loadRules: () => [],
+    });
+    services.engine = engine;
+    services.ingest = engine.ingest;
+    components.push({ name: "engine", start: () => engine.start(), stop: () => engine.stop() });
+  }
+
+  const app = createApp(services, routeModules);
   const started: Component[] = [];
   let server: ServerType | undefined;
   let url: string | undefined;

@@ -1,7 +1,9 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Identity, Principal, Tokens } from "../auth/index.js";
 import type { EventBus } from "../bus/index.js";
+import type { ActionSink } from "../actions/index.js";
 import type { Config } from "../config/index.js";
+import type { EngineService, ObservationIngest } from "../engine/index.js";
 import type { Mailer } from "../mail/index.js";
 import type { ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
@@ -20,6 +22,12 @@ export interface Services {
   registry: ThingRegistry;
   observations: ObservationStore;
   mailer: Mailer;
+  /** The rule engine, when this process runs the `engine` role. */
+  engine?: EngineService;
+  /** Feeds observations into the engine from inside the service (MQTT bridge, SET_RESOURCE). */
+  ingest?: ObservationIngest;
+  /** Where the engine hands triggered actions (the actions outbox); unset: they are logged and dropped. */
+  actionSink?: ActionSink;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;
 }
