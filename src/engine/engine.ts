@@ -68,8 +68,6 @@ interface Runtime {
   lat: number;
 }
 
-const EMPTY_SET = new RuleSet([]);
-
 /**
  * The loop that joins sources, compiled rules and state: decode, check,
  * evaluate only the rules indexed for the thing, count thresholds, merge
@@ -256,14 +254,29 @@ export class RuleEngine {
     if (typeof thingName !== "string" || thingName === "") {
       return this.reject(raw, index, "missing-thing-name", "thingName is required", now, work);
     }
+    const rt = this.runtime(thingName);
+    if (rt === undefined) {
+      return this.reject(raw, index, "unknown-thing", `thing ${thingName} is not known`, now, work, thingName);
+    }
+    const info = rt.info;
+    const domain = info.domain;
     const timestamp = readTimestamp(o.timestamp);
     if (timestamp < 0) {
       const reason = o.timestamp === undefined || o.timestamp === null ? "missing-timestamp" : "bad-timestamp";
-      return this.reject(raw, index, reason, "timestamp is epoch milliseconds or ISO 8601", now, work, thingName);
+      return this.reject(
+        raw,
+        index,
+        reason,
+        "timestamp is epoch milliseconds or ISO 8601",
+        now,
+        work,
+        thingName,
+        domain,
+      );
     }
     const state = o.state === undefined ? {} : o.state;
     if (state === null || typeof state !== "object" || Array.isArray(state)) {
-      return this.reject(raw, index, "invalid-observation", "state is an object", now, work, thingName);
+      return this.reject(raw, index, "invalid-observation", "state is an object", now, work, thingName, domain);
     }
     const nested = o.nested;
     if (nested !== undefined && !validNested(nested)) {
@@ -275,12 +288,9 @@ export class RuleEngine {
         now,
         work,
         thingName,
+        domain,
       );
     }
-    const rt = this.runtime(thingName);
-    if (rt === undefined)
-      return this.reject(raw, index, "unknown-thing", `thing ${thingName} is not known`, now, work, thingName);
-    const info = rt.info;
     const os = state as Record<string, unknown>;
     const ctx = this.ctx;
     const latlng = os.latlng;
