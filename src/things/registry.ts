@@ -334,7 +334,7 @@ export class ThingRegistry {
       )
       .get({ id: input.id, name: input.name });
     if (clash) {
-      const property = clash.name === input.name || clash.id === input.name ? "name" : "id";
+      const property = clash.name === input.id ? "id" : "name";
       const value = property === "name" ? input.name : input.id;
       throw new ApiError("ALREADY_EXISTS", `Thing group ${clash.id} already goes by ${value}`, property);
     }
