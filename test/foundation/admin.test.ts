@@ -208,6 +208,34 @@ describe("every admin route validates its input", () => {
   });
 });
 
+describe("the API description", () => {
+  it("declares every admin route in /openapi.json", async () => {
+    const doc = await json(await fetch(`${t.url}/openapi.json`));
+    expect(
+      Object.keys(doc.paths)
+        .filter((p) => p.startsWith("/admin/"))
+        .sort(),
+    ).toEqual([
+      "/admin/api-keys",
+      "/admin/api-keys/{id}",
+      "/admin/domains",
+      "/admin/domains/{id}",
+      "/admin/thing-groups",
+      "/admin/thing-groups/{id}",
+      "/admin/thing-groups/{id}/things",
+      "/admin/thing-groups/{id}/things/{thingName}",
+      "/admin/thing-types",
+      "/admin/thing-types/{id}",
+      "/admin/things",
+      "/admin/things/{thingName}",
+      "/admin/users",
+      "/admin/users/{userName}",
+    ]);
+    expect(Object.keys(doc.paths["/admin/users"])).toEqual(["get", "post"]);
+    expect(doc.paths["/admin/users"].post.responses).toHaveProperty("201");
+  });
+});
+
 describe("/admin/users", () => {
   it("creates (201), reads, lists, updates and deletes a user; never returns a password", async () => {
     const created = await admin("POST", "/admin/users", {
