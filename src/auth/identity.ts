@@ -247,8 +247,17 @@ export class Identity implements DomainPaths {
     const row = this.db
       .prepare<[string], Pick<UserRow, "password_hash">>("SELECT password_hash FROM users WHERE user_name = ?")
       .get(userName);
-    if (!row) return undefined;
+    if (!row) {
+      // Spend the same time as for a wrong password, so a login cannot tell which user names exist.
+      await verifySecret(password, await this.dummyHash());
+      return undefined;
+    }
     return (await verifySecret(password, row.password_hash)) ? this.user(userName) : undefined;
+  }
+
+  private dummy: Promise<string> | undefined;
+  private dummyHash(): Promise<string> {
+    return (this.dummy ??= hashSecret(randomUUID()));
   }
 
   principal(userName: string): Principal | undefined {

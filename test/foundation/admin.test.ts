@@ -276,6 +276,13 @@ describe("/admin/users", () => {
     await expectError(await admin("GET", "/admin/users/carol"), 404, "USER_NOT_FOUND", "userName");
   });
 
+  it("a login cannot tell an unknown user from a wrong password", async () => {
+    const unknown = await t.call("POST", "/auth/login", { body: { userName: "nobody", password: "password1" } });
+    const wrong = await t.call("POST", "/auth/login", { body: { userName: "alice", password: "password1" } });
+    expect([unknown.status, wrong.status]).toEqual([401, 401]);
+    expect(await json(unknown)).toEqual(await json(wrong));
+  });
+
   it("a duplicate answers 409 ALREADY_EXISTS", async () => {
     const res = await admin("POST", "/admin/users", {
       userName: "alice",

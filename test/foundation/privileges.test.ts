@@ -238,6 +238,13 @@ describe("no escalation: a caller grants only privileges it holds on that domain
     expect(ok.status).toBe(201);
   });
 
+  it("raising a Read user to ReadWrite counts every grant it holds as granted anew", async () => {
+    // reader holds *.* on acme; alice holds much but not all of it.
+    await expectRefused(await t.call("PATCH", "/admin/users/reader", { user: "alice", body: { role: "ReadWrite" } }));
+    const ok = await t.call("PATCH", "/admin/users/reader", { user: "admin", body: { email: "reader@example.com" } });
+    expect(ok.status).toBe(200);
+  });
+
   it("keeping a grant the user already has is not granting it", async () => {
     await t.call("POST", "/admin/users", {
       user: "admin",

@@ -166,7 +166,9 @@ export const adminUserRoutes: RouteModule = (app, { identity }) => {
     const next = { homeDomain: body.homeDomain ?? user.homeDomain, privileges: body.privileges ?? user.privileges };
     requireDomains(identity, next.homeDomain, next.privileges);
     authorizeUser(principal, "UPDATE", [...new Set([...domainsOf(user), ...domainsOf(next)])]);
-    authorizeGrants(principal, next.privileges, user.privileges);
+    // Raising Read to ReadWrite turns every grant into a writing one: all of them count as new.
+    const raised = body.role === "ReadWrite" && user.role === "Read";
+    authorizeGrants(principal, next.privileges, raised ? {} : user.privileges);
     return c.json(await identity.updateUser(user.userName, body), 200);
   });
 
