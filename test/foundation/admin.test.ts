@@ -276,6 +276,15 @@ describe("/admin/users", () => {
     await expectError(await admin("GET", "/admin/users/carol"), 404, "USER_NOT_FOUND", "userName");
   });
 
+  it("two concurrent creates of one name answer 201 and 409, never 500", async () => {
+    const body = { userName: "twin", password: "password1", role: "Read", homeDomain: "acme" };
+    const statuses = await Promise.all([admin("POST", "/admin/users", body), admin("POST", "/admin/users", body)]);
+    expect(statuses.map((r) => r.status).sort()).toEqual([201, 409]);
+    const thing = { thingName: "twin", thingType: "10", domain: "acme", serial: "SN-TWIN", secret: "twin-pw" };
+    const things = await Promise.all([admin("POST", "/admin/things", thing), admin("POST", "/admin/things", thing)]);
+    expect(things.map((r) => r.status).sort()).toEqual([201, 409]);
+  });
+
   it("a login cannot tell an unknown user from a wrong password", async () => {
     const unknown = await t.call("POST", "/auth/login", { body: { userName: "nobody", password: "password1" } });
     const wrong = await t.call("POST", "/auth/login", { body: { userName: "alice", password: "password1" } });
