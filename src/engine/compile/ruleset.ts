@@ -65,11 +65,12 @@ export class RuleSet {
   private readonly scan: readonly CompiledRule[];
   readonly size: number;
 
-  constructor(rules: readonly CompiledRule[]) {
+  /** `indexed` false scans every rule: the benchmark's "before". */
+  constructor(rules: readonly CompiledRule[], indexed = true) {
     const byResource = new Map<string, CompiledRule[]>();
     const scan: CompiledRule[] = [];
     for (const r of rules) {
-      if (r.index === undefined) scan.push(r);
+      if (r.index === undefined || !indexed) scan.push(r);
       else {
         const list = byResource.get(r.index.resource);
         if (list) list.push(r);

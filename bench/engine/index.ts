@@ -1,0 +1,386 @@
+/**
+ * In-process throughput of decode + evaluate + state update (bench/engine).
+ * `npx tsx bench/engine/index.ts [observations]` (default 2,000,000).
+ */
+import { booleanPointInPolygon } from "@turf/boolean-point-in-polygon";
+import { distance } from "@turf/distance";
+import { polygon as turfPolygon } from "@turf/helpers";
+import { Engine as JsonRulesEngine, type RuleProperties } from "json-rules-engine";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import type { TriggeredAction } from "../../src/actions/index.js";
+import {
+  DeadLetterStore,
+  MemoryStateStore,
+  readGeoPoint,
+  RuleEngine,
+  SqliteStateStore,
+  type EngineOptions,
+  type RawObservation,
+  type ThingInfo,
+} from "../../src/engine/index.js";
+import { migrations } from "../../src/migrations.js";
+import { ObservationStore } from "../../src/observations/index.js";
+import type { ExpressionItem, Poi, Rule } from "../../src/rules/index.js";
+import { openDatabase } from "../../src/store/index.js";
+import { fmt, header, table, writeSection } from "./report.js";
+import { workload, type Workload } from "./workload.js";
+
+const N = Number(process.argv[2] ?? 2_000_000);
+const CHUNK = 5_000;
+const SAMPLE = Math.min(N, 200_000);
+const MATHJS_SAMPLE = Math.min(N, 20_000);
+const JRE_SAMPLE = 3_000;
+const RULES_PER_TYPE = 100;
+
+const log = (...a: unknown[]): void => console.error(...a);
+
+function main(): Promise<void> {
+  return run();
+}
+
+async function run(): Promise<void> {
+  const w = workload();
+  log(
+    `workload: ${w.things.length} things, ${w.types.length} types, ${w.rules.length} rules; encoding ${fmt(N)} observations`,
+  );
+  const raws = encode(w, N);
+  const infos = new Map<string, ThingInfo>();
+  const noChecks = new Map<string, (v: unknown) => boolean>();
+  for (const t of w.things) {
+    infos.set(t.thingName, {
+      thingName: t.thingName,
+      thingType: t.thingType,
+      domain: "root",
+      domains: new Set(["root"]),
+      checks: noChecks,
+    });
+  }
+  const resolveThing = (name: string): ThingInfo | undefined => infos.get(name);
+
+  // (a) the ceiling: JSON.parse and nothing else
+  const decode = timeIt(() => {
+    let sink = 0;
+    for (let i = 0; i < raws.length; i++) {
+      const o = JSON.parse((raws[i]!.value as Buffer).toString("utf8")) as { state: object };
+      if (o.state) sink++;
+    }
+    return sink;
+  });
+  log(`decode-only: ${fmt(N / decode.seconds)} obs/s`);
+
+  // the engine: indexed rules, expressions as JS functions
+  const main = runEngine(w, raws, resolveThing, {});
+  const heap = process.memoryUsage().heapUsed;
+  log(`engine: ${fmt(main.rate)} obs/s, ${fmt(main.triggered)} triggered, ${fmt(main.matched)} matches`);
+
+  // before/after on a sample: no index, mathjs evaluation
+  const sample = raws.slice(0, SAMPLE);
+  const indexedSample = runEngine(w, sample, resolveThing, {});
+  const unindexed = runEngine(w, sample, resolveThing, { indexRules: false });
+  const mathjsSample = runEngine(w, raws.slice(0, MATHJS_SAMPLE), resolveThing, {});
+  const mathjs = runEngine(w, raws.slice(0, MATHJS_SAMPLE), resolveThing, { compile: { expressionMode: "mathjs" } });
+  log(`sample: indexed ${fmt(indexedSample.rate)}, unindexed ${fmt(unindexed.rate)}, mathjs ${fmt(mathjs.rate)}`);
+
+  // with everything written: observation store, state flush (SQLite), one transaction per chunk
+  const durable = await runDurable(w, raws.slice(0, 100_000), resolveThing);
+  log(`durable: ${fmt(durable.rate)} obs/s`);
+
+  // (b) json-rules-engine on a sample
+  const jre = await runJsonRulesEngine(w, raws.slice(0, JRE_SAMPLE));
+  log(`json-rules-engine: ${fmt(jre.rate)} obs/s`);
+
+  const nsPerObs = (1e9 * main.seconds) / N;
+  const rows: (string | number)[][] = [
+    ["decode-only (JSON.parse, the ceiling)", fmt(N), fmt(N / decode.seconds), fmt((1e9 * decode.seconds) / N), "1.00"],
+    [
+      "dms engine (indexed, JS expressions)",
+      fmt(N),
+      fmt(main.rate),
+      fmt(nsPerObs),
+      ratio(main.rate, N / decode.seconds),
+    ],
+    [
+      "dms engine, rules not indexed (sample)",
+      fmt(SAMPLE),
+      fmt(unindexed.rate),
+      fmt(1e9 / unindexed.rate),
+      ratio(unindexed.rate, N / decode.seconds),
+    ],
+    [
+      "dms engine, ${} via mathjs evaluate (sample)",
+      fmt(MATHJS_SAMPLE),
+      fmt(mathjs.rate),
+      fmt(1e9 / mathjs.rate),
+      ratio(mathjs.rate, N / decode.seconds),
+    ],
+    [
+      "dms engine + SQLite store + state flush (sample)",
+      fmt(100_000),
+      fmt(durable.rate),
+      fmt(1e9 / durable.rate),
+      ratio(durable.rate, N / decode.seconds),
+    ],
+    [
+      "json-rules-engine (sample)",
+      fmt(JRE_SAMPLE),
+      fmt(jre.rate, 1),
+      fmt(1e9 / jre.rate),
+      ratio(jre.rate, N / decode.seconds),
+    ],
+  ];
+  const facts = table(
+    ["figure", "value"],
+    [
+      ["observations/s on one core (engine)", fmt(main.rate)],
+      ["engine / decode-only", ratio(main.rate, N / decode.seconds)],
+      ["engine / json-rules-engine", `${fmt(main.rate / jre.rate)}x`],
+      ["indexed / not indexed (sample)", `${(indexedSample.rate / unindexed.rate).toFixed(2)}x`],
+      ["JS expressions / mathjs evaluate (sample)", `${(mathjsSample.rate / mathjs.rate).toFixed(2)}x`],
+      ["ns per observation", fmt(nsPerObs)],
+      [`ns per applicable rule (${RULES_PER_TYPE} rules per thing type)`, fmt(nsPerObs / RULES_PER_TYPE, 1)],
+      ["rule matches per observation", (main.matched / N).toFixed(3)],
+      ["observations triggering actions", `${((100 * main.triggered) / N).toFixed(3)} %`],
+      ["heap used after the run", `${fmt(heap / 2 ** 20)} MiB`],
+    ],
+  );
+  const targets = table(
+    ["target", "reached"],
+    [
+      [">= 500,000 observations/s on one core", main.rate >= 500_000 ? "yes" : `no (${fmt(main.rate)})`],
+      [">= 0.5 of the decode-only rate", main.rate / (N / decode.seconds) >= 0.5 ? "yes" : "no"],
+      [">= 100x json-rules-engine", main.rate / jre.rate >= 100 ? "yes" : "no"],
+    ],
+  );
+  const body = [
+    header("bench/engine: decode + evaluate + state update, in process", `npx tsx bench/engine/index.ts ${N}`),
+    `Workload (seeded): ${fmt(w.things.length)} things over ${w.types.length} thing types, ${fmt(w.rules.length)} rules (${RULES_PER_TYPE} per type: gt/gte/lt/lte and eq on constants, \`\${}\` expressions over thing.state and observation, 25-point polygons, POIs, enter/leave, two-condition rules; each matching about 2 % of observations; threshold count 3). ${fmt(N)} observations as JSON bytes (about ${Math.round(raws.reduce((s, r) => s + (r.value as Buffer).length, 0) / N)} bytes each), evaluated in chunks of ${fmt(CHUNK)} on one thread; state in memory (the durable row adds the SQLite observation store and state flush per chunk). json-rules-engine: one engine per thing type with the same 100 rules (custom operators for geometry and expressions, facts = observation and previous state), run on the first ${fmt(JRE_SAMPLE)} observations.`,
+    "",
+    table(["run", "observations", "observations/s", "ns/observation", "vs decode-only"], rows),
+    "",
+    facts,
+    "",
+    targets,
+  ].join("\n");
+  console.log(body);
+  writeSection("engine", body);
+}
+
+function ratio(a: number, b: number): string {
+  return (a / b).toFixed(2);
+}
+
+function timeIt<T>(fn: () => T): { seconds: number; value: T } {
+  const t0 = performance.now();
+  const value = fn();
+  return { seconds: (performance.now() - t0) / 1000, value };
+}
+
+function encode(w: Workload, n: number): RawObservation[] {
+  const raws: RawObservation[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    raws[i] = {
+      key: w.thingOf(i),
+      value: Buffer.from(w.message(i)),
+      position: { source: "kafka:bench", partition: 0, offset: String(i) },
+    };
+  }
+  return raws;
+}
+
+const discard = { accept: async (_: readonly TriggeredAction[]): Promise<void> => {} };
+
+function runEngine(
+  w: Workload,
+  raws: RawObservation[],
+  resolveThing: (name: string) => ThingInfo | undefined,
+  extra: Partial<EngineOptions>,
+): { rate: number; seconds: number; triggered: number; matched: number } {
+  const engine = new RuleEngine({
+    resolveThing,
+    state: new MemoryStateStore(),
+    sink: discard,
+    clock: () => 1_763_000_000_000,
+    ...extra,
+  });
+  engine.load(w.rules);
+  let triggered = 0;
+  let matched = 0;
+  const { seconds } = timeIt(() => {
+    for (let start = 0; start < raws.length; start += CHUNK) {
+      const work = engine.process(raws.slice(start, start + CHUNK));
+      triggered += work.triggered;
+      matched += work.matched;
+    }
+  });
+  return { rate: raws.length / seconds, seconds, triggered, matched };
+}
+
+async function runDurable(
+  w: Workload,
+  raws: RawObservation[],
+  resolveThing: (name: string) => ThingInfo | undefined,
+): Promise<{ rate: number }> {
+  const dir = mkdtempSync(join(tmpdir(), "dms-bench-engine-"));
+  try {
+    const db = openDatabase({ dataDir: dir, migrations });
+    const engine = new RuleEngine({
+      resolveThing,
+      state: new SqliteStateStore(db),
+      sink: discard,
+      observations: new ObservationStore(db),
+      deadLetters: new DeadLetterStore(db),
+    });
+    engine.load(w.rules);
+    const t0 = performance.now();
+    for (let start = 0; start < raws.length; start += CHUNK) await engine.handle(raws.slice(start, start + CHUNK));
+    const seconds = (performance.now() - t0) / 1000;
+    db.close();
+    return { rate: raws.length / seconds };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---- json-rules-engine, the same rules ----
+
+interface Pair {
+  obs: Record<string, unknown>;
+  prev: Record<string, unknown>;
+}
+
+function position(v: unknown): [number, number] | undefined {
+  const out: [number, number] = [0, 0];
+  return readGeoPoint(v, out) ? out : undefined;
+}
+
+async function runJsonRulesEngine(w: Workload, raws: RawObservation[]): Promise<{ rate: number }> {
+  const engines = new Map<string, JsonRulesEngine>();
+  const byType = new Map<string, Rule[]>();
+  for (const r of w.rules) byType.set(r.filter.thingType, [...(byType.get(r.filter.thingType) ?? []), r]);
+  for (const [type, rules] of byType) {
+    const e = new JsonRulesEngine([], { allowUndefinedFacts: true });
+    addOperators(e);
+    for (const r of rules) e.addRule(toJre(r));
+    engines.set(type, e);
+  }
+  const typeOf = new Map(w.things.map((t) => [t.thingName, t.thingType]));
+  const states = new Map<string, Record<string, unknown>>();
+  const counters = new Map<string, { count: number; seq: number }>();
+  const seqs = new Map<string, number>();
+  let triggered = 0;
+  const t0 = performance.now();
+  for (const raw of raws) {
+    const o = JSON.parse((raw.value as Buffer).toString("utf8")) as {
+      thingName: string;
+      state: Record<string, unknown>;
+    };
+    const prev = states.get(o.thingName) ?? {};
+    const seq = (seqs.get(o.thingName) ?? 0) + 1;
+    seqs.set(o.thingName, seq);
+    const { events } = await engines.get(typeOf.get(o.thingName)!)!.run({ pair: { obs: o.state, prev }, obs: o.state });
+    for (const ev of events) {
+      const key = `${String(ev.params?.id)}\u0000${o.thingName}`;
+      const c = counters.get(key) ?? { count: 0, seq: -1 };
+      c.count = c.seq === seq - 1 ? c.count + 1 : 1;
+      c.seq = seq;
+      if (c.count >= 3) {
+        c.count = 0;
+        triggered++;
+      }
+      counters.set(key, c);
+    }
+    states.set(o.thingName, { ...prev, ...o.state });
+  }
+  void triggered;
+  return { rate: raws.length / ((performance.now() - t0) / 1000) };
+}
+
+const JRE_OPS: Record<string, string> = {
+  gt: "greaterThan",
+  gte: "greaterThanInclusive",
+  lt: "lessThan",
+  lte: "lessThanInclusive",
+  eq: "equal",
+  ne: "notEqual",
+};
+
+function toJre(rule: Rule): RuleProperties {
+  return {
+    name: rule.id,
+    conditions: { all: rule.expression.map(condition) },
+    event: { type: "match", params: { id: rule.id } },
+  } as RuleProperties;
+}
+
+function condition(item: ExpressionItem): { fact: string; path?: string; operator: string; value: unknown } {
+  if (typeof item.value === "string" && item.value.includes("${")) {
+    // The same arithmetic as a plain function: json-rules-engine has no expression language.
+    const src = item.value.slice(2, -1);
+    const m = /^(thing\.state|observation)\.(\w+) (?:\* 1 )?\+ (\d+)$/.exec(src)!;
+    return {
+      fact: "pair",
+      operator: "exprGt",
+      value: { resource: item.resource, from: m[1] === "thing.state" ? "prev" : "obs", name: m[2], plus: Number(m[3]) },
+    };
+  }
+  if (
+    ["inside", "outside", "enter", "leave", "insidePoi", "outsidePoi", "enterPoi", "leavePoi"].includes(item.operator)
+  ) {
+    return { fact: "pair", operator: item.operator, value: item.value };
+  }
+  return { fact: "obs", path: `$.${item.resource}`, operator: JRE_OPS[item.operator]!, value: item.value };
+}
+
+function addOperators(e: JsonRulesEngine): void {
+  const polygons = new WeakMap<object, ReturnType<typeof turfPolygon>>();
+  const poly = (v: [number, number][]): ReturnType<typeof turfPolygon> => {
+    let p = polygons.get(v);
+    if (!p) polygons.set(v, (p = turfPolygon([v])));
+    return p;
+  };
+  const inPoly = (pos: unknown, v: [number, number][]): boolean => {
+    const p = position(pos);
+    return p !== undefined && booleanPointInPolygon(p, poly(v));
+  };
+  const inPoi = (pos: unknown, v: Poi): boolean => {
+    const p = position(pos);
+    return (
+      p !== undefined && distance([Number(v.center.lon), Number(v.center.lat)], p, { units: "meters" }) <= v.radius
+    );
+  };
+  e.addOperator("exprGt", (pair: Pair, v: { resource: string; from: "prev" | "obs"; name: string; plus: number }) => {
+    const a = pair.obs[v.resource];
+    const b = pair[v.from][v.name];
+    return typeof a === "number" && typeof b === "number" && a > b + v.plus;
+  });
+  e.addOperator("inside", (pair: Pair, v: [number, number][]) => inPoly(pair.obs.latlng, v));
+  e.addOperator(
+    "outside",
+    (pair: Pair, v: [number, number][]) => pair.obs.latlng !== undefined && !inPoly(pair.obs.latlng, v),
+  );
+  e.addOperator(
+    "enter",
+    (pair: Pair, v: [number, number][]) =>
+      pair.prev.latlng !== undefined && inPoly(pair.obs.latlng, v) && !inPoly(pair.prev.latlng, v),
+  );
+  e.addOperator(
+    "leave",
+    (pair: Pair, v: [number, number][]) =>
+      pair.prev.latlng !== undefined && !inPoly(pair.obs.latlng, v) && inPoly(pair.prev.latlng, v),
+  );
+  e.addOperator("insidePoi", (pair: Pair, v: Poi) => inPoi(pair.obs.latlng, v));
+  e.addOperator("outsidePoi", (pair: Pair, v: Poi) => pair.obs.latlng !== undefined && !inPoi(pair.obs.latlng, v));
+  e.addOperator(
+    "enterPoi",
+    (pair: Pair, v: Poi) => pair.prev.latlng !== undefined && inPoi(pair.obs.latlng, v) && !inPoi(pair.prev.latlng, v),
+  );
+  e.addOperator(
+    "leavePoi",
+    (pair: Pair, v: Poi) => pair.prev.latlng !== undefined && !inPoi(pair.obs.latlng, v) && inPoi(pair.prev.latlng, v),
+  );
+}
+
+await main();
