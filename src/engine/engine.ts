@@ -206,7 +206,9 @@ export class RuleEngine {
         const v = raw.value;
         if (!(v instanceof Uint8Array) || v.length < 5 || v[0] !== 0) return raw;
         try {
-          return { ...raw, value: { decoded: await decode(Buffer.from(v.buffer, v.byteOffset, v.length)) } };
+          const decoded = await decode(Buffer.from(v.buffer, v.byteOffset, v.length));
+          // Plain JSON data from here on: Avro records are class instances, and the engine reads own keys only.
+          return { ...raw, value: { decoded: JSON.parse(JSON.stringify(decoded)) as unknown } };
         } catch (err) {
           return { ...raw, value: { undecodable: (err as Error).message } };
         }
