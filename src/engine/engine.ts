@@ -64,7 +64,6 @@ interface TypeRules {
 interface Runtime {
   info: ThingInfo;
   state: ThingState;
-  thresholds: Map<string, ThresholdState>;
   hasPos: boolean;
   lon: number;
   lat: number;
@@ -132,7 +131,6 @@ export class RuleEngine {
 
   private dropThresholds(id: string): void {
     this.options.state.dropRule(id);
-    for (const rt of this.runtimes.values()) rt.thresholds.delete(id);
   }
 
   private rebuild(thingType: string): void {
@@ -353,6 +351,8 @@ export class RuleEngine {
       if (own !== undefined) fired = this.evaluate(own, rt, seq, now, fired);
     }
 
+    if (st.thresholds !== undefined && st.thresholds.length > 0) this.prune(st.thresholds, seq, now);
+
     // Merge after evaluating: expressions saw the state before this observation.
     const ts = st.state;
     for (const k in os) ts[k] = os[k];
@@ -370,6 +370,7 @@ export class RuleEngine {
   }
 
   private evaluate(set: RuleSet, rt: Runtime, seq: number, now: number, fired: number): number {
+    const st = rt.state;
     const matched = this.matched;
     const n = set.matches(this.ctx, matched);
     const domains = rt.info.domains;
@@ -377,22 +378,48 @@ export class RuleEngine {
       const rule = matched[i]!;
       if (!domains.has(rule.domain)) continue;
       this.matchCount++;
-      let th = rt.thresholds.get(rule.id);
+      let list = st.thresholds;
+      if (list === undefined) list = st.thresholds = [];
+      let th: ThresholdState | undefined;
+      for (let j = 0; j < list.length; j++) {
+        if (list[j]!.ruleId === rule.id) {
+          th = list[j];
+          break;
+        }
+      }
       if (th === undefined) {
-        th = this.options.state.threshold(rule.id, rt.info.thingName) ?? { count: 0, lastFiredAt: 0, lastSeq: -1 };
-        rt.thresholds.set(rule.id, th);
+        th = { ruleId: rule.id, count: 0, lastFiredAt: 0, lastSeq: -1 };
+        list.push(th);
       }
       // Consecutive: the previous observation of this thing matched too; anything else started over.
       th.count = th.lastSeq === seq - 1 ? th.count + 1 : 1;
       th.lastSeq = seq;
       if (th.count >= rule.count && (th.lastFiredAt === 0 || now - th.lastFiredAt >= rule.intervalMs)) {
         th.count = 0;
-        th.lastFiredAt = now;
+        // Only an interval needs the time; without one the entry can go.
+        th.lastFiredAt = rule.intervalMs > 0 ? now : 0;
         this.fired[fired++] = rule;
       }
-      this.options.state.setThreshold(rule.id, rt.info.thingName, th);
     }
     return fired;
+  }
+
+  /**
+   * Keeps only thresholds that matter: a count this observation continued, or
+   * a firing whose interval has not passed. Everything else equals no entry.
+   */
+  private prune(list: ThresholdState[], seq: number, now: number): void {
+    let w = 0;
+    for (let r = 0; r < list.length; r++) {
+      const e = list[r]!;
+      let keep = e.lastSeq === seq && e.count > 0;
+      if (!keep && e.lastFiredAt !== 0) {
+        const rule = this.rules.get(e.ruleId);
+        keep = rule !== undefined && now - e.lastFiredAt < rule.intervalMs;
+      }
+      if (keep) list[w++] = e;
+    }
+    list.length = w;
   }
 
   private trigger(
@@ -443,7 +470,7 @@ export class RuleEngine {
       return undefined;
     }
     const state = this.options.state.thing(thingName) ?? { thingName, timestamp: 0, state: {}, seq: 0 };
-    const rt: Runtime = { info, state, thresholds: new Map(), hasPos: false, lon: 0, lat: 0 };
+    const rt: Runtime = { info, state, hasPos: false, lon: 0, lat: 0 };
     const prev: [number, number] = [0, 0];
     if (state.state.latlng !== undefined && readGeoPoint(state.state.latlng, prev)) {
       rt.hasPos = true;

@@ -15,10 +15,18 @@ export interface ThingState {
    */
   lastSource?: string;
   lastOffset?: number;
+  /**
+   * The live thresholds of this thing: only rules that matched its previous
+   * observation (a count that can go on) or fired within their interval. Any
+   * other (rule, thing) pair is at count 0 and never fired recently, so it
+   * needs no entry; this keeps state small however many rules match now and then.
+   */
+  thresholds?: ThresholdState[];
 }
 
 /** The threshold state of one (rule, thing) pair. */
 export interface ThresholdState {
+  ruleId: string;
   /** Consecutive matching observations since the last reset. */
   count: number;
   /** Epoch milliseconds of the last time the actions ran, 0 if never. */
@@ -28,7 +36,8 @@ export interface ThresholdState {
 }
 
 /**
- * Per-thing and per-(rule, thing) state of the engine. Implementations keep
+ * Per-thing state of the engine, thresholds included (`ThingState.thresholds`),
+ * so one thing is one record to keep and write. Implementations keep
  * it in memory for speed and persist it so that a restart neither forgets a
  * half-reached count nor fires an interval early. On scale-out the same seam
  * is restored from a compacted changelog topic.
@@ -36,8 +45,6 @@ export interface ThresholdState {
 export interface StateStore {
   thing(thingName: string): ThingState | undefined;
   setThing(state: ThingState): void;
-  threshold(ruleId: string, thingName: string): ThresholdState | undefined;
-  setThreshold(ruleId: string, thingName: string, state: ThresholdState): void;
   /** Forgets every threshold of a removed or changed rule. */
   dropRule(ruleId: string): void;
   /** Makes every change so far durable. */

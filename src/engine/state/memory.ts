@@ -1,16 +1,13 @@
-import type { StateStore, ThingState, ThresholdState } from "../state.js";
+import type { StateStore, ThingState } from "../state.js";
 
 /**
  * State in memory: the engine reads and mutates these objects in place and
- * calls `setThing`/`setThreshold` to mark them changed, so the hot path costs
- * a map lookup and a set insert. Subclasses persist what changed on `flush`.
+ * calls `setThing` to mark one changed, so the hot path costs a set insert.
+ * Subclasses persist what changed on `flush`.
  */
 export class MemoryStateStore implements StateStore {
   protected readonly things = new Map<string, ThingState>();
-  protected readonly thresholds = new Map<string, Map<string, ThresholdState>>();
-  protected readonly dirtyThings = new Set<ThingState>();
-  protected readonly dirtyThresholds = new Map<ThresholdState, [ruleId: string, thingName: string]>();
-  protected readonly droppedRules = new Set<string>();
+  protected readonly dirty = new Set<ThingState>();
 
   thing(thingName: string): ThingState | undefined {
     return this.things.get(thingName);
@@ -18,34 +15,22 @@ export class MemoryStateStore implements StateStore {
 
   setThing(state: ThingState): void {
     this.things.set(state.thingName, state);
-    this.dirtyThings.add(state);
-  }
-
-  threshold(ruleId: string, thingName: string): ThresholdState | undefined {
-    return this.thresholds.get(thingName)?.get(ruleId);
-  }
-
-  setThreshold(ruleId: string, thingName: string, state: ThresholdState): void {
-    let perThing = this.thresholds.get(thingName);
-    if (perThing === undefined) this.thresholds.set(thingName, (perThing = new Map()));
-    perThing.set(ruleId, state);
-    this.dirtyThresholds.set(state, [ruleId, thingName]);
+    this.dirty.add(state);
   }
 
   dropRule(ruleId: string): void {
-    for (const perThing of this.thresholds.values()) {
-      const state = perThing.get(ruleId);
-      if (state !== undefined) {
-        perThing.delete(ruleId);
-        this.dirtyThresholds.delete(state);
+    for (const t of this.things.values()) {
+      const list = t.thresholds;
+      if (list === undefined) continue;
+      const i = list.findIndex((e) => e.ruleId === ruleId);
+      if (i >= 0) {
+        list.splice(i, 1);
+        this.dirty.add(t);
       }
     }
-    this.droppedRules.add(ruleId);
   }
 
   flush(): void {
-    this.dirtyThings.clear();
-    this.dirtyThresholds.clear();
-    this.droppedRules.clear();
+    this.dirty.clear();
   }
 }
