@@ -319,14 +319,18 @@ export class RuleEngine {
 
     const pos = raw.position;
     const st = rt.state;
-    const id = observationId(raw);
+    // Only what is stored or fires needs an id (and a stored document): nothing else is kept past this call.
+    const keep = this.options.observations !== undefined;
     if (pos.offset !== undefined && pos.partition !== undefined) {
       // A replay of what the state already holds (crash after flush, before commit): store it, do not count it again.
       const src = pos.partition === 0 ? pos.source : `${pos.source}:${pos.partition}`;
       const offset = Number(pos.offset);
       if (st.lastSource === src && st.lastOffset !== undefined && offset <= st.lastOffset) {
         work.accepted++;
-        work.stored.push(stored(id, info, thingName, timestamp, os, nested as NestedObservation[] | undefined));
+        if (keep)
+          work.stored.push(
+            stored(observationId(raw), info, thingName, timestamp, os, nested as NestedObservation[] | undefined),
+          );
         return;
       }
       st.lastSource = src;
@@ -365,8 +369,11 @@ export class RuleEngine {
     }
     this.options.state.setThing(st);
     work.accepted++;
-    work.stored.push(stored(id, info, thingName, timestamp, os, nested as NestedObservation[] | undefined));
-    if (fired > 0) this.trigger(fired, rt, id, timestamp, os, nested as NestedObservation[] | undefined, now, work);
+    if (keep || fired > 0) {
+      const id = observationId(raw);
+      if (keep) work.stored.push(stored(id, info, thingName, timestamp, os, nested as NestedObservation[] | undefined));
+      if (fired > 0) this.trigger(fired, rt, id, timestamp, os, nested as NestedObservation[] | undefined, now, work);
+    }
   }
 
   private evaluate(set: RuleSet, rt: Runtime, seq: number, now: number, fired: number): number {

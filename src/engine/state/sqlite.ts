@@ -65,7 +65,14 @@ export class SqliteStateStore extends MemoryStateStore {
         const doc: Pick<ThingState, "state" | "nested" | "thresholds"> = { state: t.state };
         if (t.nested) doc.nested = t.nested;
         if (t.thresholds?.length) doc.thresholds = t.thresholds;
-        this.upsert.run(t.thingName, t.timestamp, t.seq ?? 0, t.lastSource ?? null, t.lastOffset ?? null, JSON.stringify(doc));
+        this.upsert.run(
+          t.thingName,
+          t.timestamp,
+          t.seq ?? 0,
+          t.lastSource ?? null,
+          t.lastOffset ?? null,
+          JSON.stringify(doc),
+        );
       }
     })();
     super.flush();
