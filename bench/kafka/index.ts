@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { Kafka, logLevel, type Producer } from "kafkajs";
+import { Kafka, logLevel } from "kafkajs";
 import type { ActionSink, TriggeredAction } from "../../src/actions/index.js";
 import {
   DeadLetterStore,
