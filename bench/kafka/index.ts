@@ -30,6 +30,8 @@ const N = Number(process.argv[2] ?? 300_000);
 const PARTITIONS = 6;
 const LATENCY_RATE = 10_000;
 const LATENCY_SECONDS = 10;
+/** A second, lower rate: the pipeline's own latency when the box keeps up. */
+const LOW_RATE = 2_000;
 const log = (...a: unknown[]): void => console.error(...a);
 
 const brokers = await startKafka();
@@ -185,32 +187,37 @@ const engineDurable = await engineRun(true, new TimingSink(), topic, () => false
 log(`  ${fmt(engineDurable.rate)} obs/s`);
 
 // ---- latency at a steady rate ----
-const latencyTopic = `bench-latency-${run}`;
-await createTopic(brokers, latencyTopic, PARTITIONS);
-const sink = new TimingSink();
-const total = LATENCY_RATE * LATENCY_SECONDS;
-log(`latency: ${fmt(LATENCY_RATE)} obs/s for ${LATENCY_SECONDS} s`);
-const consuming = engineRun(true, sink, latencyTopic, () => sink.latencies.length >= total);
-await new Promise((r) => setTimeout(r, 3000)); // let the group settle
-const tick = 10; // ms
-const perTick = (LATENCY_RATE * tick) / 1000;
-const start = performance.now();
-for (let sent = 0; sent < total;) {
-  const messages = [];
-  for (let i = 0; i < perTick; i++, sent++) {
-    messages.push({
-      key: "latency",
-      value: JSON.stringify({ thingName: "latency", timestamp: Date.now(), state: { probe: sent } }),
-    });
+async function latency(rate: number, seconds: number): Promise<number[]> {
+  const latencyTopic = `bench-latency-${run}-${rate}`;
+  await createTopic(brokers, latencyTopic, PARTITIONS);
+  const sink = new TimingSink();
+  const total = rate * seconds;
+  log(`latency: ${fmt(rate)} obs/s for ${seconds} s`);
+  const consuming = engineRun(true, sink, latencyTopic, () => sink.latencies.length >= total);
+  await new Promise((r) => setTimeout(r, 3000)); // let the group settle
+  const tick = 10; // ms
+  const perTick = Math.max(1, (rate * tick) / 1000);
+  const start = performance.now();
+  for (let sent = 0; sent < total;) {
+    const messages = [];
+    for (let i = 0; i < perTick; i++, sent++) {
+      messages.push({
+        key: "latency",
+        value: JSON.stringify({ thingName: "latency", timestamp: Date.now(), state: { probe: sent } }),
+      });
+    }
+    void producer.send({ topic: latencyTopic, messages });
+    const due = start + (sent / rate) * 1000;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   }
-  void producer.send({ topic: latencyTopic, messages });
-  const due = start + (sent / LATENCY_RATE) * 1000;
-  const wait = due - performance.now();
-  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  await Promise.race([consuming, new Promise((r) => setTimeout(r, 30_000))]);
+  return sink.latencies.sort((a, b) => a - b);
 }
-await Promise.race([consuming, new Promise((r) => setTimeout(r, 30_000))]);
-const lat = sink.latencies.sort((a, b) => a - b);
-const pct = (p: number): number => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))] ?? NaN;
+const pct = (lat: number[], p: number): number =>
+  lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))] ?? NaN;
+const lat = await latency(LATENCY_RATE, LATENCY_SECONDS);
+const slow = await latency(LOW_RATE, LATENCY_SECONDS);
 await producer.disconnect();
 
 const rows = [
@@ -229,17 +236,17 @@ const rows = [
 ];
 const body = [
   header("bench/kafka: end to end through the real broker", `npx tsx bench/kafka/index.ts ${N}`),
-  `${fmt(N)} observations (the issue's 1,000,000 scaled down to run in minutes on this shared 2-core machine) produced ahead to a ${PARTITIONS}-partition topic on the single-node broker of scripts/kafka.sh; each consumer reads the whole topic in its own group. Workload: bench/engine's generator (${fmt(w.things.length)} things, ${fmt(w.rules.length)} rules). Latency: ${fmt(LATENCY_RATE)} observations/s for ${LATENCY_SECONDS} s, each triggering a rule; from the timestamp set just before produce to the action handed to the sink (durable engine).`,
+  `${fmt(N)} observations (the issue's 1,000,000 scaled down to run in minutes on this shared 2-core machine) produced ahead to a ${PARTITIONS}-partition topic on the single-node broker of scripts/kafka.sh; each consumer reads the whole topic in its own group. Workload: bench/engine's generator (${fmt(w.things.length)} things, ${fmt(w.rules.length)} rules). Latency: ${fmt(LATENCY_RATE)} (then ${fmt(LOW_RATE)}) observations/s for ${LATENCY_SECONDS} s, each triggering a rule; from the timestamp set just before produce to the action handed to the sink (durable engine).`,
   "",
   table(["consumer", "observations/s", "vs raw kafkajs"], rows),
   "",
   table(
-    ["latency produce -> action handed to the sink", "ms"],
+    ["latency produce -> action handed to the sink (ms)", `at ${fmt(LATENCY_RATE)}/s`, `at ${fmt(LOW_RATE)}/s`],
     [
-      ["samples", fmt(lat.length)],
-      ["p50", fmt(pct(50))],
-      ["p99", fmt(pct(99))],
-      ["max", fmt(lat[lat.length - 1] ?? NaN)],
+      ["samples", fmt(lat.length), fmt(slow.length)],
+      ["p50", fmt(pct(lat, 50)), fmt(pct(slow, 50))],
+      ["p99", fmt(pct(lat, 99)), fmt(pct(slow, 99))],
+      ["max", fmt(lat[lat.length - 1] ?? NaN), fmt(slow[slow.length - 1] ?? NaN)],
     ],
   ),
   "",
@@ -256,7 +263,7 @@ const body = [
         ">= 85 % of the raw consumer rate (engine, no store)",
         engineMem.rate / kafkajsRate >= 0.85 ? "yes" : `no (${((100 * engineMem.rate) / kafkajsRate).toFixed(0)} %)`,
       ],
-      ["p99 <= 25 ms", pct(99) <= 25 ? "yes" : `no (${pct(99)} ms)`],
+      [`p99 <= 25 ms at ${fmt(LATENCY_RATE)}/s`, pct(lat, 99) <= 25 ? "yes" : `no (${fmt(pct(lat, 99))} ms)`],
     ],
   ),
 ].join("\n");

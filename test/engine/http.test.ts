@@ -99,6 +99,17 @@ describe("POST /observations", () => {
   });
 });
 
+describe("ObservationIngest (MQTT bridge, SET_RESOURCE)", () => {
+  it("stores and evaluates what it is given, and resolves after that", async () => {
+    const before = t.dms.services.observations.count();
+    const handed = sink.actions.length;
+    await t.dms.services.ingest!([{ thingName: "t1", timestamp: 1763000000100, state: { temp: 35 } }], "set-resource");
+    expect(t.dms.services.observations.count()).toBe(before + 1);
+    expect(sink.actions.length).toBe(handed + 1);
+    expect(sink.actions[handed]!.payload.observation.id).toMatch(/^set-resource:[0-9a-f-]{36}$/);
+  });
+});
+
 describe("GET /observations/dead-letters", () => {
   it("lists dead letters newest first with reason and source; a thing's domain limits who sees it", async () => {
     const res = await t.call("GET", "/observations/dead-letters?size=10", { user: "admin" });

@@ -31,7 +31,7 @@ export class KafkaObservationSource implements ObservationSource {
 
   async start(handle: (batch: readonly RawObservation[]) => Promise<void>): Promise<void> {
     const { brokers, topic, groupId, logger } = this.options;
-    const chunkSize = this.options.chunkSize ?? 2000;
+    const chunkSize = this.options.chunkSize ?? 5000;
     const kafka = new Kafka({ clientId: this.options.clientId ?? "dms-engine", brokers, logLevel: logLevel.NOTHING });
     const consumer = kafka.consumer({ groupId, maxBytes: 10 * 1024 * 1024 });
     this.consumer = consumer;
