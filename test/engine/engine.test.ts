@@ -202,6 +202,46 @@ describe("thing state", () => {
   });
 });
 
+describe("geofence rules found through the spatial grid", () => {
+  it("inside and insidePoi match at edges and centres; a box too large for the grid is scanned", async () => {
+    const { engine, sink } = setup();
+    const square: [number, number][] = [
+      [10, 59],
+      [11, 59],
+      [11, 60],
+      [10, 60],
+    ];
+    const huge: [number, number][] = [
+      [-100, -80],
+      [100, -80],
+      [100, 80],
+      [-100, 80],
+    ];
+    engine.load([
+      makeRule("square", [{ operator: "inside", resource: "latlng", value: square }]),
+      makeRule("poi", [
+        { operator: "insidePoi", resource: "latlng", value: { center: { lat: "59.5", lon: "10.5" }, radius: 100 } },
+      ]),
+      makeRule("huge", [{ operator: "inside", resource: "latlng", value: huge }]),
+      makeRule("outside", [{ operator: "outside", resource: "latlng", value: square }]),
+    ]);
+    const fired = async (latlng: unknown): Promise<string[]> => {
+      const before = sink.actions.length;
+      await engine.handle([obs("t1", { latlng })]);
+      return sink.actions
+        .slice(before)
+        .map((a) => a.ruleId)
+        .sort();
+    };
+    expect(await fired("60,11")).toEqual(["huge", "square"]);
+    expect(await fired("59,10")).toEqual(["huge", "square"]);
+    expect(await fired("59.5,10.5")).toEqual(["huge", "poi", "square"]);
+    expect(await fired("59.5,11.0001")).toEqual(["huge", "outside"]);
+    expect(await fired("0,0")).toEqual(["huge", "outside"]);
+    expect(await fired("60,150")).toEqual(["outside"]);
+  });
+});
+
 describe("hot reload", () => {
   it("a created, updated, disabled and removed rule takes effect at once, keeping other rules' counts", async () => {
     const { engine, sink } = setup();

@@ -87,7 +87,10 @@ function decodeGeohash(hash: string, out: LonLat): boolean {
 }
 
 /** A point test prepared once: a bounding box first, the exact test only inside it. */
-export type PointTest = (p: LonLat) => boolean;
+export type PointTest = ((p: LonLat) => boolean) & { bbox?: BBox };
+
+/** `[minLon, minLat, maxLon, maxLat]`: the area outside which a point test is false. */
+export type BBox = [number, number, number, number];
 
 export const MAX_POLYGON_POINTS = 25;
 
@@ -122,13 +125,15 @@ export function compilePolygon(value: unknown, property: string): PointTest {
     if (lat > maxLat) maxLat = lat;
   }
   const feature = turfPolygon([ring]);
-  return (p) =>
+  const test: PointTest = (p) =>
     p[0] >= minLon &&
     p[0] <= maxLon &&
     p[1] >= minLat &&
     p[1] <= maxLat &&
     // A point on the boundary counts as inside (ignoreBoundary false).
     booleanPointInPolygon(p, feature);
+  test.bbox = [minLon, minLat, maxLon, maxLat];
+  return test;
 }
 
 const METRES_PER_DEGREE_LAT = 111_320;
@@ -159,10 +164,12 @@ export function compilePoi(value: unknown, property: string): PointTest {
   const minLon = lon - dLon;
   const maxLon = lon + dLon;
   const limit = radius + RADIUS_EPSILON_M;
-  return (p) =>
+  const test: PointTest = (p) =>
     p[1] >= minLat &&
     p[1] <= maxLat &&
     p[0] >= minLon &&
     p[0] <= maxLon &&
     distance(center, p, { units: "meters" }) <= limit;
+  test.bbox = [minLon, minLat, maxLon, maxLat];
+  return test;
 }

@@ -3,7 +3,7 @@ import { OPERATORS } from "../../rules/index.js";
 import { UNTYPED, splitResource, type EvalContext } from "./context.js";
 import { RuleCompileError } from "./errors.js";
 import { compileValueExpression, isExpression, type ExpressionMode, type ValueFn } from "./expression.js";
-import { compilePoi, compilePolygon, type PointTest } from "./geo.js";
+import { compilePoi, compilePolygon, type BBox, type PointTest } from "./geo.js";
 
 /** One prepared condition: reads the context, decides, allocates nothing. */
 export type Test = (ctx: EvalContext) => boolean;
@@ -23,6 +23,8 @@ export interface CompiledExpression {
   /** Rough cost, so that cheap conditions run first: the conjunction's answer does not depend on order. */
   cost: number;
   index: IndexKey | undefined;
+  /** Set when the observation's position must lie in this box (inside, insidePoi, enter, enterPoi). */
+  area?: BBox | undefined;
 }
 
 export interface CompiledRule {
@@ -40,6 +42,8 @@ export interface CompiledRule {
   /** The indexed expression, when there is one; `rest` is then every other expression. */
   readonly index: IndexKey | undefined;
   readonly rest: Test;
+  /** Without a constant index: the box the observation's position must lie in, for the spatial grid. */
+  readonly area: BBox | undefined;
 }
 
 export interface CompileOptions {
@@ -83,6 +87,7 @@ export function compileRule(rule: Rule, options: CompileOptions = {}): CompiledR
     test: all(expressions.map((e) => e.test)),
     index: indexed?.index,
     rest: all(expressions.filter((e) => e !== indexed).map((e) => e.test)),
+    area: indexed ? undefined : expressions.find((e) => e.area !== undefined)?.area,
   };
 }
 
@@ -159,7 +164,8 @@ function geoExpression(
     default:
       test = (ctx) => ctx.hasCur && ctx.hasPrev && !pt(ctx.cur) && pt(ctx.prev);
   }
-  return { item, test, cost, index: undefined };
+  const area = op === "inside" || op === "insidePoi" || op === "enter" || op === "enterPoi" ? pt.bbox : undefined;
+  return { item, test, cost, index: undefined, area };
 }
 
 type Cmp = (v: unknown, ctx: EvalContext) => boolean;

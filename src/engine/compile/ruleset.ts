@@ -60,9 +60,18 @@ class ResourceIndex {
  * thing's resources with a constant sit in sorted arrays and are found by
  * binary search on the observed value; the others are scanned.
  */
+/** Grid cells of 0.1 degree; a rule whose box spans more cells than this is scanned instead. */
+const CELL = 0.1;
+const MAX_CELLS = 400;
+const cellKey = (ix: number, iy: number): number => ix * 4096 + iy;
+const cellX = (lon: number): number => Math.floor((lon + 180) / CELL);
+const cellY = (lat: number): number => Math.floor((lat + 90) / CELL);
+
 export class RuleSet {
   private readonly indexes: readonly ResourceIndex[];
   private readonly scan: readonly CompiledRule[];
+  /** Geofence rules by the grid cells their box covers: a position meets only the rules of its cell. */
+  private readonly grid = new Map<number, CompiledRule[]>();
   readonly size: number;
 
   /** `indexed` false scans every rule: the benchmark's "before". */
@@ -70,6 +79,7 @@ export class RuleSet {
     const byResource = new Map<string, CompiledRule[]>();
     const scan: CompiledRule[] = [];
     for (const r of rules) {
+      if (indexed && r.index === undefined && r.area !== undefined && this.place(r)) continue;
       if (r.index === undefined || !indexed) scan.push(r);
       else {
         const list = byResource.get(r.index.resource);
@@ -80,6 +90,24 @@ export class RuleSet {
     this.indexes = [...byResource].map(([resource, list]) => new ResourceIndex(resource, list));
     this.scan = scan;
     this.size = rules.length;
+  }
+
+  private place(r: CompiledRule): boolean {
+    const [minLon, minLat, maxLon, maxLat] = r.area!;
+    const x0 = cellX(minLon);
+    const x1 = cellX(maxLon);
+    const y0 = cellY(minLat);
+    const y1 = cellY(maxLat);
+    if ((x1 - x0 + 1) * (y1 - y0 + 1) > MAX_CELLS) return false;
+    for (let x = x0; x <= x1; x++) {
+      for (let y = y0; y <= y1; y++) {
+        const key = cellKey(x, y);
+        const list = this.grid.get(key);
+        if (list) list.push(r);
+        else this.grid.set(key, [r]);
+      }
+    }
+    return true;
   }
 
   /**
@@ -123,6 +151,10 @@ export class RuleSet {
         const eq = ix.eqStr.get(String(v));
         if (eq !== undefined) for (let j = 0; j < eq.length; j++) if (eq[j]!.rest(ctx)) out[n++] = eq[j]!;
       }
+    }
+    if (ctx.hasCur && this.grid.size !== 0) {
+      const cell = this.grid.get(cellKey(cellX(ctx.cur[0]), cellY(ctx.cur[1])));
+      if (cell !== undefined) for (let j = 0; j < cell.length; j++) if (cell[j]!.test(ctx)) out[n++] = cell[j]!;
     }
     const scan = this.scan;
     for (let i = 0; i < scan.length; i++) {
