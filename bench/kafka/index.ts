@@ -138,7 +138,13 @@ class TimingSink implements ActionSink {
   }
 }
 
-async function engineRun(durable: boolean, sink: ActionSink, consumeTopic: string, until: () => boolean) {
+async function engineRun(
+  durable: boolean,
+  sink: ActionSink,
+  consumeTopic: string,
+  until: () => boolean,
+  onReady: () => void = () => {},
+) {
   const dir = mkdtempSync(join(tmpdir(), "dms-bench-kafka-"));
   const db = openDatabase({ dataDir: dir, migrations });
   const engine = new RuleEngine({
@@ -163,6 +169,8 @@ async function engineRun(durable: boolean, sink: ActionSink, consumeTopic: strin
     seen += batch.length;
     last = performance.now();
   });
+  await source.ready;
+  onReady();
   while (!until() && !(consumeTopic === topic && seen >= N)) await new Promise((r) => setTimeout(r, 20));
   await source.stop();
   db.close();
@@ -193,8 +201,11 @@ async function latency(rate: number, seconds: number): Promise<number[]> {
   const sink = new TimingSink();
   const total = rate * seconds;
   log(`latency: ${fmt(rate)} obs/s for ${seconds} s`);
-  const consuming = engineRun(true, sink, latencyTopic, () => sink.latencies.length >= total);
-  await new Promise((r) => setTimeout(r, 3000)); // let the group settle
+  let ready!: () => void;
+  const joined = new Promise<void>((r) => (ready = r));
+  const consuming = engineRun(true, sink, latencyTopic, () => sink.latencies.length >= total, ready);
+  await joined;
+  await new Promise((r) => setTimeout(r, 1000)); // the first fetches are on their way
   const tick = 10; // ms
   const perTick = Math.max(1, (rate * tick) / 1000);
   const start = performance.now();

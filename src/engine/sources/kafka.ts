@@ -24,6 +24,9 @@ export interface KafkaSourceOptions {
 export class KafkaObservationSource implements ObservationSource {
   readonly name: string;
   private consumer: Consumer | undefined;
+  private joined!: () => void;
+  /** Resolves once the consumer has joined its group and has partitions: what it will read from now on. */
+  readonly ready = new Promise<void>((resolve) => (this.joined = resolve));
 
   constructor(private readonly options: KafkaSourceOptions) {
     this.name = `kafka:${options.topic}`;
@@ -35,6 +38,7 @@ export class KafkaObservationSource implements ObservationSource {
     const kafka = new Kafka({ clientId: this.options.clientId ?? "dms-engine", brokers, logLevel: logLevel.NOTHING });
     const consumer = kafka.consumer({ groupId, maxBytes: 10 * 1024 * 1024 });
     this.consumer = consumer;
+    consumer.on(consumer.events.GROUP_JOIN, () => this.joined());
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: this.options.fromBeginning ?? true });
     const source = this.name;
