@@ -3,6 +3,7 @@ import type { Identity, Principal, Tokens } from "../auth/index.js";
 import type { EventBus } from "../bus/index.js";
 import type { Config } from "../config/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
+import type { Proxy } from "../proxy/index.js";
 import type { Db } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
 
@@ -18,6 +19,8 @@ export interface Services {
   registry: ThingRegistry;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;
+  /** The TCP proxy, when this process runs the `proxy` role (its bound ports are read from here). */
+  proxy?: Proxy;
 }
 
 export interface ApiEnv {
