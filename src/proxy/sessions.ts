@@ -81,7 +81,7 @@ export class SessionManager {
   status(serial: string): ProxyStatus | undefined {
     const session = this.sessions.get(serial);
     if (session) return session.status();
-    if (this.devices.has(serial)) return { device_connected: true, client_connected: false, transferred: 0 };
+    if (this.liveDevice(serial)) return { device_connected: true, client_connected: false, transferred: 0 };
     return undefined;
   }
 
@@ -112,10 +112,16 @@ export class SessionManager {
         this.logger.info({ serial: s.serial, port: s.port, remoteAddress, why }, "proxy client refused"),
     });
     this.sessions.set(request.serial, session);
-    const device = this.devices.get(request.serial);
-    if (device && !device.destroyed && !device.writableEnded) session.attachDevice(device);
+    const device = this.liveDevice(request.serial);
+    if (device) session.attachDevice(device);
     this.logger.info({ serial: request.serial, port, persistent: request.persistent }, "proxy session started");
     return session;
+  }
+
+  /** The device's connection, unless a stopped session is closing it. */
+  private liveDevice(serial: string): Socket | undefined {
+    const device = this.devices.get(serial);
+    return device && !device.destroyed && !device.writableEnded ? device : undefined;
   }
 
   private stopped(session: ProxySession, reason: StopReason): void {
