@@ -12,7 +12,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { connect, createServer, type Socket } from "node:net";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Tokens } from "../../src/auth/index.js";
@@ -42,7 +42,9 @@ async function main(): Promise<void> {
   const command = `npx tsx bench/proxy/index.ts --gib ${GIB} --sessions ${SESSIONS} --rounds ${ROUNDS}`;
   const header = [
     `machine: ${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores, Node ${process.version}`,
-    `date: ${new Date().toISOString()}`,
+    `date: ${new Date().toISOString()}, load average at start ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")} (the machine is shared)`,
     `rerun: \`${command}\``,
   ];
   console.log(header.join("\n"));
@@ -52,9 +54,16 @@ async function main(): Promise<void> {
     const bytes = GIB * 1024 * MiB;
     const direct: number[] = [];
     const proxied: number[] = [];
+    let proxyCpuSeconds = 0;
+    let directCpuSeconds = 0;
     for (let r = 0; r < ROUNDS; r++) {
+      const own = process.cpuUsage();
       direct.push(await directRun(bytes));
+      const used = process.cpuUsage(own);
+      directCpuSeconds += (used.user + used.system) / 1e6;
+      const cpuBefore = cpuSeconds(proxy.child.pid!);
       proxied.push(await proxiedRun(proxy, bytes));
+      proxyCpuSeconds += cpuSeconds(proxy.child.pid!) - cpuBefore;
       console.log(
         `round ${r + 1}: direct ${mibps(bytes, direct[r]!)} MiB/s, proxied ${mibps(bytes, proxied[r]!)} MiB/s`,
       );
@@ -70,6 +79,7 @@ async function main(): Promise<void> {
       `| ${GIB} GiB direct loopback (median of ${ROUNDS}) | ${mibps(bytes, d)} MiB/s (${d.toFixed(0)} ms) |`,
       `| ${GIB} GiB through the proxy (median of ${ROUNDS}) | ${mibps(bytes, p)} MiB/s (${p.toFixed(0)} ms) |`,
       `| ratio proxy / direct (target >= 0.8) | ${ratio.toFixed(2)} |`,
+      `| CPU per GiB: both ends of the direct connection / the proxy process forwarding | ${(directCpuSeconds / ROUNDS / GIB).toFixed(2)} s / ${(proxyCpuSeconds / ROUNDS / GIB).toFixed(2)} s |`,
       `| ${SESSIONS} concurrent sessions: set-up (device connect, /on, client connect) | ${many.setupMs.toFixed(0)} ms |`,
       `| ${SESSIONS} concurrent sessions x 1 MiB: transfer wall time | ${many.transferMs.toFixed(0)} ms (${mibps(SESSIONS * SESSION_BYTES, many.transferMs)} MiB/s aggregate) |`,
       `| proxy process RSS: idle / peak (VmHWM) | ${many.idleRssMiB.toFixed(0)} MiB / ${many.peakRssMiB.toFixed(0)} MiB |`,
@@ -151,6 +161,13 @@ function rssMiB(pid: number, field: "VmRSS" | "VmHWM"): number {
     .split("\n")
     .find((l) => l.startsWith(field));
   return Number(line?.match(/(\d+)/)?.[1] ?? NaN) / 1024;
+}
+
+/** User plus system CPU seconds the process has used so far (fields 14 and 15 of /proc/<pid>/stat). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 // ---- measurements ----
