@@ -151,3 +151,20 @@ describe("proxy session flow", () => {
     expect(await refusedOrClosed(port)).toBe("ECONNREFUSED");
   });
 });
+
+describe("proxy metrics", () => {
+  it("reports sessions, connected devices and transferred bytes on /metrics", async () => {
+    const dev = new Received(await device(t.devicePort, "SN2"));
+    await deviceSeen("SN2");
+    const { port } = await on({ serial: "SN2" });
+    const client = new Received(await open(port));
+    client.socket.write("12345");
+    await dev.until("12345");
+    const text = await (await t.call("GET", "/metrics")).text();
+    expect(text).toMatch(/^dms_proxy_sessions 1$/m);
+    expect(text).toMatch(/^dms_proxy_devices_connected 1$/m);
+    const total = Number(/^dms_proxy_transferred_bytes_total (\d+)$/m.exec(text)?.[1]);
+    expect(total).toBeGreaterThanOrEqual(5);
+    await off("SN2");
+  });
+});
