@@ -9,6 +9,7 @@ import { migrations } from "./migrations.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
 import { ObservationStore } from "./observations/index.js";
+import { createProxy } from "./proxy/index.js";
 import { openDatabase } from "./store/index.js";
 import { ThingRegistry } from "./things/index.js";
 
@@ -60,6 +61,10 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
 
   const app = createApp(services, routeModules);
   const components: Component[] = [];
+  if (config.roles.has("proxy")) {
+    services.proxy = createProxy(services);
+    components.push(services.proxy);
+  }
   const started: Component[] = [];
   let server: ServerType | undefined;
   let url: string | undefined;

@@ -5,6 +5,7 @@ import type { Config } from "../config/index.js";
 import type { Mailer } from "../mail/index.js";
 import type { ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
+import type { Proxy } from "../proxy/index.js";
 import type { Db } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
 
@@ -22,6 +23,8 @@ export interface Services {
   mailer: Mailer;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;
+  /** The TCP proxy, when this process runs the `proxy` role (its bound ports are read from here). */
+  proxy?: Proxy;
 }
 
 export interface ApiEnv {
