@@ -3,6 +3,9 @@ import type { Identity, Principal, Tokens } from "../auth/index.js";
 import type { EventBus } from "../bus/index.js";
 import type { Config } from "../config/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
+import type { Files } from "../files/index.js";
+import type { SearchIndex } from "../search/index.js";
+import type { UrlSigner } from "../signing/index.js";
 import type { Db } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
 
@@ -16,6 +19,10 @@ export interface Services {
   identity: Identity;
   tokens: Tokens;
   registry: ThingRegistry;
+  /** Signs and checks the `/storage/...` URLs (files, exports, job documents). */
+  signer: UrlSigner;
+  files: Files;
+  search: SearchIndex;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;
 }
