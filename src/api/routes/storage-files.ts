@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { Readable } from "node:stream";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import type { Context } from "hono";
 import { ApiError } from "../../errors/index.js";
 import { MAX_UPLOAD_BYTES, PutError, TRANSFER_PREFIX, keyOfTransferPath, type FileVersion } from "../../files/index.js";
@@ -73,7 +74,7 @@ function requestBody(c: Context<ApiEnv>): Readable {
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   if (incoming) return incoming;
   const body = c.req.raw.body;
-  return body ? Readable.fromWeb(body as import("node:stream/web").ReadableStream) : Readable.from([]);
+  return body ? Readable.fromWeb(body as WebReadableStream) : Readable.from([]);
 }
 
 function baseHeaders(v: FileVersion): Record<string, string> {
