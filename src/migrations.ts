@@ -1,13 +1,7 @@
 import { authMigrations } from "./auth/index.js";
 import { filesMigrations } from "./files/index.js";
-import { searchMigrations } from "./search/index.js";
 import type { Migration } from "./store/index.js";
 import { thingsMigrations } from "./things/index.js";
 
 /** Every capability's schema changes, in the order they apply. */
-export const migrations: readonly Migration[] = [
-  ...authMigrations,
-  ...thingsMigrations,
-  ...filesMigrations,
-  ...searchMigrations,
-];
+export const migrations: readonly Migration[] = [...authMigrations, ...thingsMigrations, ...filesMigrations];

@@ -48,7 +48,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
   const fileStore = new LocalFileStore({ db, dir: fileStoreDir(config.DMS_DATA_DIR), clock });
   // Built before provisioning so that the bus keeps it current from the first change on.
-  const search = new SearchIndex(db, { identity, registry }, bus);
+  const search = new SearchIndex({ identity, registry }, bus);
   const services: Services = {
     config,
     db,

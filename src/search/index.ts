@@ -1,5 +1,5 @@
+export { SearchIndex } from "./search-index.js";
 export {
-  SearchIndex,
   SEARCH_TYPES,
   SORT_FIELDS,
   MAX_RESULT_WINDOW,
@@ -11,5 +11,4 @@ export {
   type SearchType,
   type SortField,
   type IndexedThingType,
-} from "./search-index.js";
-export { searchMigrations } from "./migrations.js";
+} from "./types.js";

@@ -1,99 +1,16 @@
 import { ApiError } from "../errors/index.js";
 import type { Domain, Identity, Principal } from "../auth/index.js";
 import type { EventBus } from "../bus/index.js";
-import type { Db } from "../store/index.js";
-import type { ResourceDefinition, ThingRegistry } from "../things/index.js";
-
-export const SEARCH_TYPES = ["domain", "resource"] as const;
-export type SearchType = (typeof SEARCH_TYPES)[number];
-
-/** Fields a search may sort on besides `term` (relevance); `metadata.<field>` names the same. */
-export const SORT_FIELDS = [
-  "term",
-  "id",
-  "label",
-  "searchType",
-  "parent",
-  "path",
-  "dataType",
-  "resourceType",
-  "thingType",
-] as const;
-export type SortField = (typeof SORT_FIELDS)[number];
-
-/** Like Elasticsearch's index.max_result_window: `from + size` may not pass it. */
-export const MAX_RESULT_WINDOW = 10_000;
-export const DEFAULT_SIZE = 100;
-
-export interface SearchQuery {
-  term: string;
-  size?: number | undefined;
-  from?: number | undefined;
-  sort?: { field?: SortField | undefined; order?: "asc" | "desc" | undefined } | undefined;
-  filter?:
-    | {
-        type?: SearchType | undefined;
-        dataType?: string | undefined;
-        thingType?: string | undefined;
-        resourceType?: string | undefined;
-        topDomain?: string | undefined;
-      }
-    | undefined;
-}
-
-export type SearchSource =
-  | { id: string; label: string; metadata: { parent: string | null; path: string }; searchType: "domain" }
-  | {
-      id: string;
-      label: string;
-      metadata: { dataType: string; resourceType: string; thingType: string };
-      searchType: "resource";
-    };
-
-export interface SearchHit {
-  _index: string;
-  _type: SearchType;
-  _id: string;
-  _score: number | null;
-  _source: SearchSource;
-}
-
-export interface SearchResponse {
-  took: number;
-  timed_out: false;
-  _shards: { total: 1; successful: 1; skipped: 0; failed: 0 };
-  hits: { total: number; max_score: number | null; hits: SearchHit[] };
-}
-
-/** A thing type as the index needs it. */
-export interface IndexedThingType {
-  id: string;
-  domain: string;
-  resources: readonly ResourceDefinition[];
-}
-
-interface EntryRow {
-  search_type: SearchType;
-  id: string;
-  label: string;
-  parent: string | null;
-  path: string | null;
-  data_type: string | null;
-  resource_type: string | null;
-  thing_type: string | null;
-  tier: number;
-}
-
-const COLUMN_OF: Record<Exclude<SortField, "term">, string> = {
-  id: "e.id",
-  label: "lower(e.label)",
-  searchType: "e.search_type",
-  parent: "e.parent",
-  path: "e.path",
-  dataType: "e.data_type",
-  resourceType: "e.resource_type",
-  thingType: "e.thing_type",
-};
+import type { ThingRegistry } from "../things/index.js";
+import {
+  DEFAULT_SIZE,
+  MAX_RESULT_WINDOW,
+  type IndexedThingType,
+  type SearchQuery,
+  type SearchResponse,
+  type SearchSource,
+} from "./types.js";
+import { WordIndex, fold, wordsOf, type Entry } from "./word-index.js";
 
 const INDEX_NAME = "dms-search";
 
@@ -102,17 +19,17 @@ function badQuery(what: string): ApiError {
 }
 
 /**
- * Prefix search over domains and thing-type resources, in SQLite FTS5. Each
- * word of the term must be the start of a word of the label or id, so `La`
- * and `veg` find `Las Vegas` and `gas` does not. The index is derived data:
- * rebuilt at start, then kept current from `domain.changed` and
- * `thingType.changed` on the bus.
+ * Prefix search over domains and thing-type resources. Each word of the term
+ * must be the start of a word of the label or id, so `La` and `veg` find
+ * `Las Vegas` and `gas` does not. The index is derived data held in memory:
+ * built from domains and thing types at start, then kept current from
+ * `domain.changed` and `thingType.changed` on the bus.
  */
 export class SearchIndex {
+  private readonly index = new WordIndex();
   private readonly unsubscribe: (() => void)[] = [];
 
   constructor(
-    private readonly db: Db,
     private readonly sources: { identity: Identity; registry: ThingRegistry },
     bus?: EventBus,
   ) {
@@ -133,48 +50,60 @@ export class SearchIndex {
     }
   }
 
+  /** How many entries are indexed. */
+  get size(): number {
+    return this.index.size;
+  }
+
   close(): void {
     for (const off of this.unsubscribe.splice(0)) off();
   }
 
   /** Replaces the whole index with the current domains and thing types. */
   rebuild(): void {
-    this.db.transaction(() => {
-      this.db.prepare("DELETE FROM search_entries").run();
-      for (const d of this.sources.identity.domains()) this.putDomain(d);
-      for (const t of this.sources.registry.thingTypes()) this.putThingType(t);
-    })();
+    this.index.clear();
+    for (const d of this.sources.identity.domains()) this.putDomain(d);
+    for (const t of this.sources.registry.thingTypes()) this.putThingType(t);
   }
 
   putDomain(domain: Pick<Domain, "id" | "label" | "parent" | "path">): void {
-    this.db
-      .prepare(
-        `INSERT INTO search_entries (search_type, id, label, domain, parent, path) VALUES ('domain', ?, ?, ?, ?, ?)
-         ON CONFLICT (search_type, id) DO UPDATE SET label = excluded.label, parent = excluded.parent, path = excluded.path`,
-      )
-      .run(domain.id, domain.label, domain.id, domain.parent, domain.path);
+    this.index.put({
+      searchType: "domain",
+      id: domain.id,
+      label: domain.label,
+      domain: domain.id,
+      parent: domain.parent,
+      path: domain.path,
+      dataType: null,
+      resourceType: null,
+      thingType: null,
+    });
   }
 
   removeDomain(id: string): void {
-    this.db.prepare("DELETE FROM search_entries WHERE search_type = 'domain' AND id = ?").run(id);
+    this.index.remove("domain", id);
   }
 
   /** Indexes the resources of a thing type, replacing what was indexed for it. */
   putThingType(type: IndexedThingType): void {
-    this.db.transaction(() => {
-      this.removeThingType(type.id);
-      const insert = this.db.prepare(
-        `INSERT INTO search_entries (search_type, id, label, domain, data_type, resource_type, thing_type)
-         VALUES ('resource', ?, ?, ?, ?, ?, ?)`,
-      );
-      for (const r of type.resources) {
-        insert.run(`${type.id}/${r.name}`, r.name, type.domain, r.dataType, r.resourceType, type.id);
-      }
-    })();
+    this.removeThingType(type.id);
+    for (const r of type.resources) {
+      this.index.put({
+        searchType: "resource",
+        id: `${type.id}/${r.name}`,
+        label: r.name,
+        domain: type.domain,
+        parent: null,
+        path: null,
+        dataType: r.dataType,
+        resourceType: r.resourceType,
+        thingType: type.id,
+      });
+    }
   }
 
   removeThingType(id: string): void {
-    this.db.prepare("DELETE FROM search_entries WHERE search_type = 'resource' AND thing_type = ?").run(id);
+    for (const resourceId of this.index.resourcesOf(id)) this.index.remove("resource", resourceId);
   }
 
   search(principal: Principal, query: SearchQuery): SearchResponse {
@@ -182,55 +111,33 @@ export class SearchIndex {
     const size = query.size ?? DEFAULT_SIZE;
     const from = query.from ?? 0;
     if (from + size > MAX_RESULT_WINDOW) throw badQuery(`from + size must not exceed ${MAX_RESULT_WINDOW}`);
-    const { domains, typeDomains } = this.visibleDomains(principal, query.filter ?? {});
-    const words = query.term.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
     const filter = query.filter ?? {};
-    const params = {
-      match: words.map((w) => `"${w}"*`).join(" AND "),
-      term: query.term.trim().toLowerCase(),
-      domains: JSON.stringify(domains),
-      typeDomains: JSON.stringify(typeDomains),
-      dataType: filter.dataType ?? null,
-      thingType: filter.thingType ?? null,
-      resourceType: filter.resourceType ?? null,
-      size,
-      from,
-    };
-    const where = `
-      ${words.length > 0 ? "e.rowid IN (SELECT rowid FROM search_words WHERE search_words MATCH @match) AND" : ""}
-      ((e.search_type = 'domain' AND e.domain IN (SELECT value FROM json_each(@domains)))
-        OR (e.search_type = 'resource' AND e.domain IN (SELECT value FROM json_each(@typeDomains))))
-      AND (@dataType IS NULL OR e.data_type = @dataType)
-      AND (@thingType IS NULL OR e.thing_type = @thingType)
-      AND (@resourceType IS NULL OR e.resource_type = @resourceType)`;
-    // Relevance tiers: the whole label, then the label's start, then any word's start.
-    const tier = `CASE WHEN lower(e.label) = @term THEN 0 WHEN substr(lower(e.label), 1, length(@term)) = @term THEN 1 ELSE 2 END`;
-    const counted = this.db
-      .prepare<[typeof params], { total: number; best: number | null }>(
-        `SELECT count(*) AS total, min(${tier}) AS best FROM search_entries e WHERE ${where}`,
-      )
-      .get(params)!;
-    const rows = this.db
-      .prepare<[typeof params], EntryRow>(
-        `SELECT e.search_type, e.id, e.label, e.parent, e.path, e.data_type, e.resource_type, e.thing_type, ${tier} AS tier
-         FROM search_entries e WHERE ${where}
-         ORDER BY ${orderBy(query.sort, tier)} LIMIT @size OFFSET @from`,
-      )
-      .all(params);
-    const byTerm = (query.sort?.field ?? "term") === "term";
+    const { domains, typeDomains } = this.visibleDomains(principal, filter);
+    const sort = query.sort?.field ?? "term";
+    const { total, best, hits } = this.index.search({
+      domains,
+      typeDomains,
+      accept: acceptFilter(filter),
+      words: wordsOf(query.term),
+      term: fold(query.term.trim()),
+      sort,
+      desc: query.sort?.order === "desc",
+      window: from + size,
+    });
+    const byTerm = sort === "term";
     return {
       took: Math.round(performance.now() - started),
       timed_out: false,
       _shards: { total: 1, successful: 1, skipped: 0, failed: 0 },
       hits: {
-        total: counted.total,
-        max_score: byTerm && counted.best !== null ? score(counted.best) : null,
-        hits: rows.map((r) => ({
+        total,
+        max_score: byTerm && best !== undefined ? score(best) : null,
+        hits: hits.slice(from).map(({ entry, tier }) => ({
           _index: INDEX_NAME,
-          _type: r.search_type,
-          _id: r.id,
-          _score: byTerm ? score(r.tier) : null,
-          _source: this.source(principal, r),
+          _type: entry.searchType,
+          _id: entry.id,
+          _score: byTerm ? score(tier) : null,
+          _source: source(principal, entry),
         })),
       },
     };
@@ -240,7 +147,7 @@ export class SearchIndex {
   private visibleDomains(
     principal: Principal,
     filter: NonNullable<SearchQuery["filter"]>,
-  ): { domains: string[]; typeDomains: string[] } {
+  ): { domains: Set<string>; typeDomains: Set<string> } {
     const { identity } = this.sources;
     let all = identity.domains();
     if (filter.topDomain !== undefined) {
@@ -255,46 +162,47 @@ export class SearchIndex {
       filter.dataType !== undefined ||
       filter.thingType !== undefined ||
       filter.resourceType !== undefined;
+    const ids = (privilege: "Domains.READ" | "ThingTypes.READ") =>
+      new Set(all.filter((d) => principal.can(privilege, d.id)).map((d) => d.id));
     return {
-      domains: resourceOnly ? [] : all.filter((d) => principal.can("Domains.READ", d.id)).map((d) => d.id),
-      typeDomains:
-        filter.type === "domain" ? [] : all.filter((d) => principal.can("ThingTypes.READ", d.id)).map((d) => d.id),
-    };
-  }
-
-  private source(principal: Principal, r: EntryRow): SearchSource {
-    if (r.search_type === "domain") {
-      return {
-        id: r.id,
-        label: r.label,
-        metadata: { parent: r.parent, path: visiblePath(principal, r.path ?? r.id) },
-        searchType: "domain",
-      };
-    }
-    return {
-      id: r.id,
-      label: r.label,
-      metadata: {
-        dataType: r.data_type ?? "unknown",
-        resourceType: r.resource_type ?? "thing",
-        thingType: r.thing_type ?? "",
-      },
-      searchType: "resource",
+      domains: resourceOnly ? new Set() : ids("Domains.READ"),
+      typeDomains: filter.type === "domain" ? new Set() : ids("ThingTypes.READ"),
     };
   }
 }
 
-function orderBy(sort: SearchQuery["sort"], tier: string): string {
-  const dir = sort?.order === "desc" ? "DESC" : "ASC";
-  const field = sort?.field ?? "term";
-  if (field === "term") return `${tier} ${dir}, lower(e.label) ${dir}, e.id ${dir}`;
-  const column = COLUMN_OF[field];
-  // Entries without the field (domains have no dataType) come last either way, as in Elasticsearch.
-  return `(${column} IS NULL), ${column} ${dir}, lower(e.label), e.id`;
+function acceptFilter(filter: NonNullable<SearchQuery["filter"]>): ((e: Entry) => boolean) | undefined {
+  const { dataType, thingType, resourceType } = filter;
+  if (dataType === undefined && thingType === undefined && resourceType === undefined) return undefined;
+  return (e) =>
+    (dataType === undefined || e.dataType === dataType) &&
+    (thingType === undefined || e.thingType === thingType) &&
+    (resourceType === undefined || e.resourceType === resourceType);
 }
 
 function score(tier: number): number {
   return 3 - tier;
+}
+
+function source(principal: Principal, e: Entry): SearchSource {
+  if (e.searchType === "domain") {
+    return {
+      id: e.id,
+      label: e.label,
+      metadata: { parent: e.parent, path: visiblePath(principal, e.path ?? e.id) },
+      searchType: "domain",
+    };
+  }
+  return {
+    id: e.id,
+    label: e.label,
+    metadata: {
+      dataType: e.dataType ?? "unknown",
+      resourceType: e.resourceType ?? "thing",
+      thingType: e.thingType ?? "",
+    },
+    searchType: "resource",
+  };
 }
 
 /** The path from the highest domain on it that the caller can read. */
