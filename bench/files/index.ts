@@ -10,7 +10,7 @@
  *
  * Run: npx tsx bench/files/index.ts
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import {
   createReadStream,
   createWriteStream,
@@ -109,6 +109,7 @@ async function transferBench(): Promise<string[]> {
     const rows: { name: string; seconds: number }[] = [];
     const copyTimes: number[] = [];
     const copyFileTimes: number[] = [];
+    const md5Times: number[] = [];
     const upTimes: number[] = [];
     const downTimes: number[] = [];
     for (let round = 0; round < ROUNDS; round++) {
@@ -117,6 +118,7 @@ async function transferBench(): Promise<string[]> {
       rmSync(copyTarget);
       copyFileTimes.push(await timed(() => copyFile(source, copyTarget)));
       rmSync(copyTarget);
+      md5Times.push(await timed(() => pipeline(createReadStream(source), createHash("md5"))));
 
       const up = await api(dms.url!, token, `/files/upload-url?root=true&fileName=bench/big-${round}.bin`);
       upTimes.push(await timed(() => put(up.url, source)));
@@ -129,6 +131,7 @@ async function transferBench(): Promise<string[]> {
     const base = median(copyTimes);
     rows.push({ name: "fs stream copy (createReadStream → createWriteStream)", seconds: base });
     rows.push({ name: "fs.copyFile (kernel copy, for reference)", seconds: median(copyFileTimes) });
+    rows.push({ name: "MD5 of the file streamed from disk (the ETag; upload's floor)", seconds: median(md5Times) });
     rows.push({ name: "upload: HTTP PUT to signed URL (stream, MD5, atomic rename)", seconds: median(upTimes) });
     rows.push({ name: "download: HTTP GET of signed URL to a file", seconds: median(downTimes) });
     return rows.map(

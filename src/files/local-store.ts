@@ -31,6 +31,7 @@ const COLUMNS =
   "v.seq, v.key, v.version_id, v.size, v.md5, v.content_type, v.content_encoding, v.content_disposition, v.last_modified";
 // The highest code point: every key with the prefix sorts below prefix + this in SQLite's byte order.
 const TOP = "\u{10FFFF}";
+const CHUNK = 1024 * 1024;
 
 export interface LocalFileStoreOptions {
   db: Db;
@@ -126,7 +127,11 @@ export class LocalFileStore implements FileStore {
       if (!version) return undefined;
       try {
         const handle = await open(this.blobPath(version.versionId), "r");
-        const stream = handle.createReadStream(range ? { start: range.start, end: range.end } : {});
+        // 1 MiB reads: a sixteenth of the chunks (and promise hops in the HTTP layer) of the 64 KiB default.
+        const stream = handle.createReadStream({
+          highWaterMark: CHUNK,
+          ...(range && { start: range.start, end: range.end }),
+        });
         return { version, stream };
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
@@ -228,6 +233,7 @@ async function writeCounted(body: Readable, file: string, maxBytes: number): Pro
   const hash = createHash("md5");
   let size = 0;
   const meter = new Transform({
+    highWaterMark: CHUNK,
     transform(chunk: Buffer, _encoding, callback) {
       size += chunk.length;
       if (size > maxBytes) return callback(new PutError("TOO_LARGE", `The body is over ${maxBytes} bytes`));
@@ -235,7 +241,7 @@ async function writeCounted(body: Readable, file: string, maxBytes: number): Pro
       callback(null, chunk);
     },
   });
-  await pipeline(body, meter, createWriteStream(file, { flags: "wx" }));
+  await pipeline(body, meter, createWriteStream(file, { flags: "wx", highWaterMark: CHUNK }));
   return { size, md5: hash.digest("hex") };
 }
 
