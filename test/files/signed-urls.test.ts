@@ -62,6 +62,11 @@ describe("signed URLs: tampered, expired, other method", () => {
     expect(await res.text()).toBe("top secret");
   });
 
+  it("refuses HEAD on a GET URL: the method is signed", async () => {
+    const url = await downloadUrl(t, { thingName: "t1", fileName: "secret.txt" });
+    expect((await fetch(url, { method: "HEAD" })).status).toBe(403);
+  });
+
   it("is valid for 15 minutes: works at 14:59 and is refused as expired after 15:00", async () => {
     const down = await downloadUrl(t, { thingName: "t1", fileName: "secret.txt" });
     const up = await uploadUrl(t, { thingName: "t1", fileName: "late.txt" });
