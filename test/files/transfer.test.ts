@@ -1,4 +1,5 @@
 import { readdirSync } from "node:fs";
+import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TestDms } from "../support/dms.js";
@@ -10,6 +11,14 @@ beforeAll(async () => {
   t = await startFilesDms();
 });
 afterAll(() => t.close());
+
+async function waitFor(done: () => boolean, ms = 5000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > until) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 const get = async (params: Record<string, string>, headers: Record<string, string> = {}) =>
   fetch(await downloadUrl(t, params), { headers });
@@ -110,6 +119,23 @@ describe("upload and download through signed URLs", () => {
     expect(res.status).toBe(200);
     const down = await fetch(await downloadUrl(t, { root: "true", fileName: "big.bin" }, "admin"));
     expect(Buffer.from(await down.arrayBuffer()).equals(big)).toBe(true);
+  });
+
+  it("keeps nothing of an upload the client abandons midway", async () => {
+    const url = await uploadUrl(t, { public: "true", fileName: "partial.bin" });
+    await new Promise<void>((resolve) => {
+      const req = request(url, { method: "PUT", headers: { "content-length": "1000000" } });
+      req.on("error", () => resolve());
+      req.write(Buffer.alloc(10_000, 1), () => setTimeout(() => req.destroy(), 100));
+    });
+    await waitFor(() => readdirSync(join(t.dataDir, "files", "tmp")).length === 0);
+    expect((await get({ public: "true", fileName: "partial.bin" })).status).toBe(404);
+  });
+
+  it("counts transferred bytes in the metrics", async () => {
+    const metrics = await (await fetch(`${t.url}/metrics`)).text();
+    expect(metrics).toMatch(/dms_file_transfer_bytes_total\{direction="upload"\} [1-9]/);
+    expect(metrics).toMatch(/dms_file_transfer_bytes_total\{direction="download"\} [1-9]/);
   });
 
   it("answers 404 FILE_NOT_FOUND for a signed URL of a file that is not there", async () => {

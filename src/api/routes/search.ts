@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
+import { Histogram } from "prom-client";
 import { ApiError } from "../../errors/index.js";
 import { MAX_RESULT_WINDOW, SEARCH_TYPES, SORT_FIELDS } from "../../search/index.js";
 import { DATA_TYPES, RESOURCE_TYPES } from "../../things/index.js";
@@ -80,6 +81,21 @@ function queryHook(
   throw new ApiError("INVALID_ARGUMENTS", `Invalid search query: ${detail}`, "query");
 }
 
-export const searchRoutes: RouteModule = (app, { search: index }) => {
-  app.openapi(search, (c) => c.json(index.search(c.get("principal"), c.req.valid("json")), 200), queryHook);
+export const searchRoutes: RouteModule = (app, { search: index, metrics }) => {
+  const duration = new Histogram({
+    name: "dms_search_duration_seconds",
+    help: "Time to answer a search, index work only",
+    buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5],
+    registers: [metrics.registry],
+  });
+  app.openapi(
+    search,
+    (c) => {
+      const stop = duration.startTimer();
+      const answer = index.search(c.get("principal"), c.req.valid("json"));
+      stop();
+      return c.json(answer, 200);
+    },
+    queryHook,
+  );
 };

@@ -2,6 +2,7 @@ import type { IncomingMessage } from "node:http";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import type { Context } from "hono";
+import { Counter } from "prom-client";
 import { ApiError } from "../../errors/index.js";
 import { MAX_UPLOAD_BYTES, PutError, TRANSFER_PREFIX, keyOfTransferPath, type FileVersion } from "../../files/index.js";
 import type { ApiEnv, RouteModule } from "../context.js";
@@ -11,7 +12,14 @@ import type { ApiEnv, RouteModule } from "../context.js";
  * under `/storage/files/`, without credentials. Uploads stream to disk (the
  * body limit of the REST interface does not apply here).
  */
-export const storageFileRoutes: RouteModule = (app, { files, signer }) => {
+export const storageFileRoutes: RouteModule = (app, { files, signer, metrics }) => {
+  const bytes = new Counter({
+    name: "dms_file_transfer_bytes_total",
+    help: "Bytes moved through signed file URLs, by direction",
+    labelNames: ["direction"],
+    registers: [metrics.registry],
+  });
+
   const keyOf = (c: Context<ApiEnv>): string => {
     const rawPath = new URL(c.req.url).pathname;
     const key = keyOfTransferPath(rawPath);
@@ -35,6 +43,7 @@ export const storageFileRoutes: RouteModule = (app, { files, signer }) => {
     if (!opened) throw new ApiError("FILE_NOT_FOUND", `File ${key} not found`);
     const v = opened.version;
     const body = Readable.toWeb(opened.stream) as ReadableStream<Uint8Array>;
+    bytes.inc({ direction: "download" }, range ? range.end - range.start + 1 : v.size);
     if (range) {
       return c.body(body, 206, {
         ...baseHeaders(v),
@@ -52,18 +61,24 @@ export const storageFileRoutes: RouteModule = (app, { files, signer }) => {
     if (length !== undefined && Number(length) > MAX_UPLOAD_BYTES) {
       throw new ApiError("PAYLOAD_TOO_LARGE", `A file may hold at most ${MAX_UPLOAD_BYTES} bytes`);
     }
+    const body = requestBody(c);
     try {
-      const version = await files.store.put(key, requestBody(c), {
+      const version = await files.store.put(key, body, {
         contentType: c.req.header("content-type"),
         contentEncoding: c.req.header("content-encoding"),
         contentDisposition: c.req.header("content-disposition"),
         contentMD5: c.req.header("content-md5")?.trim(),
         maxBytes: MAX_UPLOAD_BYTES,
       });
+      bytes.inc({ direction: "upload" }, version.size);
       return c.body(null, 200, { etag: `"${version.md5}"`, "x-dms-version-id": version.versionId });
     } catch (err) {
       if (err instanceof PutError && err.reason === "BAD_DIGEST") throw new ApiError("INVALID_ARGUMENTS", err.message);
       if (err instanceof PutError) throw new ApiError("PAYLOAD_TOO_LARGE", err.message);
+      // The client went away mid-body: its fault, not the service's; the store kept nothing.
+      if (body.readableAborted || body.errored) {
+        throw new ApiError("INVALID_ARGUMENTS", "The upload ended before the whole body arrived");
+      }
       throw err;
     }
   });
