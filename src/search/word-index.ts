@@ -367,7 +367,7 @@ function fieldOf(e: Entry, field: Exclude<SortField, "term">): string | null {
     case "id":
       return e.id;
     case "label":
-      return fold(e.label);
+      return (e as Slot).folded;
     case "searchType":
       return e.searchType;
     default:

@@ -175,6 +175,25 @@ describe("paging and sorting", () => {
     expect(body.hits.max_score).toBe(3);
   });
 
+  it("sorts by label and by id", async () => {
+    expect(await ids({ term: "", filter: { type: "domain" }, sort: { field: "label" } })).toEqual([
+      "acme",
+      "east",
+      "west",
+      "lv",
+      "other",
+      "root",
+    ]);
+    expect(await ids({ term: "", filter: { type: "domain" }, sort: { field: "id", order: "desc" } })).toEqual([
+      "west",
+      "root",
+      "other",
+      "lv",
+      "east",
+      "acme",
+    ]);
+  });
+
   it("sorts by a named field, asc and desc, with entries lacking it last", async () => {
     const asc = await search({ term: "", filter: { type: "resource" }, sort: { field: "dataType" } });
     expect(asc.body.hits.hits.map((h: Payload) => h._source.metadata.dataType)).toEqual([
