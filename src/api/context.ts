@@ -6,6 +6,9 @@ import type { Mailer } from "../mail/index.js";
 import type { ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
 import type { Proxy } from "../proxy/index.js";
+import type { Files } from "../files/index.js";
+import type { SearchIndex } from "../search/index.js";
+import type { UrlSigner } from "../signing/index.js";
 import type { Db } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
 
@@ -21,6 +24,10 @@ export interface Services {
   registry: ThingRegistry;
   observations: ObservationStore;
   mailer: Mailer;
+  /** Signs and checks the `/storage/...` URLs (files, exports, job documents). */
+  signer: UrlSigner;
+  files: Files;
+  search: SearchIndex;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;
   /** The TCP proxy, when this process runs the `proxy` role (its bound ports are read from here). */

@@ -6,6 +6,9 @@ import { adminThingTypeRoutes } from "./admin-thing-types.js";
 import { adminThingRoutes } from "./admin-things.js";
 import { adminUserRoutes } from "./admin-users.js";
 import { authRoutes } from "./auth.js";
+import { fileRoutes } from "./files.js";
+import { searchRoutes } from "./search.js";
+import { storageFileRoutes } from "./storage-files.js";
 
 /** Every REST area, registered in one place. */
 export const routeModules: readonly RouteModule[] = [
@@ -16,4 +19,7 @@ export const routeModules: readonly RouteModule[] = [
   adminThingTypeRoutes,
   adminThingRoutes,
   adminThingGroupRoutes,
+  fileRoutes,
+  storageFileRoutes,
+  searchRoutes,
 ];
