@@ -1,7 +1,17 @@
+import { actionsMigrations } from "./actions/index.js";
 import { authMigrations } from "./auth/index.js";
+import { eventsMigrations } from "./events/index.js";
 import { observationMigrations } from "./observations/index.js";
+import { rulesMigrations } from "./rules/index.js";
 import type { Migration } from "./store/index.js";
 import { thingsMigrations } from "./things/index.js";
 
 /** Every capability's schema changes, in the order they apply. */
-export const migrations: readonly Migration[] = [...authMigrations, ...thingsMigrations, ...observationMigrations];
+export const migrations: readonly Migration[] = [
+  ...authMigrations,
+  ...thingsMigrations,
+  ...observationMigrations,
+  ...rulesMigrations,
+  ...actionsMigrations,
+  ...eventsMigrations,
+];

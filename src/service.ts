@@ -1,13 +1,16 @@
 import { serve, type ServerType } from "@hono/node-server";
 import type { AddressInfo } from "node:net";
+import { Outbox, realTimers, type Timers } from "./actions/index.js";
 import { createApp, routeModules, type Api, type Services } from "./api/index.js";
 import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { EventBus } from "./bus/index.js";
 import type { Config } from "./config/index.js";
+import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
 import { createMailer } from "./mail/index.js";
 import { migrations } from "./migrations.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
+import { RuleStore, RulesService } from "./rules/index.js";
 import { ObservationStore } from "./observations/index.js";
 import { openDatabase } from "./store/index.js";
 import { ThingRegistry } from "./things/index.js";
@@ -29,28 +32,59 @@ export interface Dms {
 
 export interface StartOptions {
   clock?: () => number;
+  /** Clock and timers together (the outbox's retry waits); tests pass a fake one. Sets `clock` too. */
+  timers?: Timers;
   logger?: Logger;
+  /** Deliveries the outbox runs at once. */
+  actionConcurrency?: number;
 }
 
 /** Opens storage, applies provisioning and starts the parts `DMS_ROLES` names. */
 export async function startDms(config: Config, options: StartOptions = {}): Promise<Dms> {
   const logger = options.logger ?? createLogger(config.DMS_LOG_LEVEL);
-  const clock = options.clock ?? Date.now;
+  const clock = options.clock ?? options.timers?.now ?? Date.now;
+  const timers: Timers = options.timers ?? { now: clock, setTimeout: realTimers.setTimeout };
   const db = openDatabase({ dataDir: config.DMS_DATA_DIR, migrations });
   const bus = new EventBus();
   const identity = new Identity(db, bus);
   const registry = new ThingRegistry(db, bus, (id) => identity.domain(id) !== undefined);
+  const metrics = createMetrics();
+  const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
+  const ruleStore = new RuleStore(db, bus, config.ruleIdPrefix);
+  const events = new EventStore(db, clock);
+  const publisher = config.KAFKA_BROKERS
+    ? kafkaPublisher(config.KAFKA_BROKERS, config.KAFKA_EVENTS_TOPIC, logger)
+    : noPublisher;
+  // `ingest` is read at delivery time: the engine sets it once it runs.
+  const ingest = () => services.ingest;
+  const actions = new Outbox({
+    db,
+    logger,
+    timers,
+    concurrency: options.actionConcurrency,
+    registry: metrics.registry,
+    deps: { config, logger, mailer, ingest, events, publisher, timers },
+  });
   const services: Services = {
     config,
     db,
     logger,
-    metrics: createMetrics(),
+    metrics,
     bus,
     identity,
     tokens: new Tokens(jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR), clock),
     registry,
     observations: new ObservationStore(db),
-    mailer: createMailer(config.SMTP_URL, config.SMTP_FROM, logger),
+    mailer,
+    ruleStore,
+    rules: new RulesService({
+      store: ruleStore,
+      identity,
+      registry,
+      allowPrivateWebhooks: config.DMS_WEBHOOK_ALLOW_PRIVATE,
+    }),
+    actions,
+    events,
     clock,
   };
   if (config.DMS_PROVISION) {
@@ -60,6 +94,16 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
 
   const app = createApp(services, routeModules);
   const components: Component[] = [];
+  if (config.roles.has("actions")) {
+    components.push({
+      name: "actions",
+      start: () => actions.start(),
+      stop: async () => {
+        await actions.stop();
+        await publisher.close();
+      },
+    });
+  }
   const started: Component[] = [];
   let server: ServerType | undefined;
   let url: string | undefined;

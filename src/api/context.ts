@@ -1,10 +1,14 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { Outbox } from "../actions/index.js";
 import type { Identity, Principal, Tokens } from "../auth/index.js";
 import type { EventBus } from "../bus/index.js";
 import type { Config } from "../config/index.js";
+import type { ObservationIngest } from "../engine/index.js";
+import type { EventStore } from "../events/index.js";
 import type { Mailer } from "../mail/index.js";
 import type { ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
+import type { RuleStore, RulesService } from "../rules/index.js";
 import type { Db } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
 
@@ -20,6 +24,15 @@ export interface Services {
   registry: ThingRegistry;
   observations: ObservationStore;
   mailer: Mailer;
+  /** Rules as stored: the engine loads `all()` at start and follows `rule.changed`. */
+  ruleStore: RuleStore;
+  /** The Rules operations with their access checks. */
+  rules: RulesService;
+  /** The durable outbox: the engine's ActionSink, and the dead letters. */
+  actions: Outbox;
+  events: EventStore;
+  /** The engine's ingest, set by the engine when this process runs one (SET_RESOURCE feeds back through it). */
+  ingest?: ObservationIngest;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;
 }

@@ -1,0 +1,82 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { BulkUpdateSchema, CreateRuleBodySchema, RuleBodySchema } from "../../rules/index.js";
+import type { RouteModule } from "../context.js";
+import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
+
+const RuleSchema = RuleBodySchema.extend({
+  id: z.string(),
+  actions: z.array(z.object({ type: z.string(), config: z.record(z.string(), z.unknown()) })),
+  readonly: z.boolean(),
+}).openapi("Rule");
+const IdParam = z.object({ id: z.string().min(1) });
+const tags = ["rules"];
+
+const list = createRoute({
+  method: "get",
+  path: "/rules",
+  tags,
+  summary: "LIST: the rules the caller may see; rules of ancestor domains are readonly",
+  responses: jsonResponses(z.array(RuleSchema)),
+});
+const create = createRoute({
+  method: "post",
+  path: "/rules",
+  tags,
+  summary: "CREATE: a rule, with a generated id when none is given",
+  request: jsonBody(CreateRuleBodySchema),
+  responses: {
+    ...jsonResponses(RuleSchema, "Created", 201),
+    409: { description: "RULE_ID_EXISTS" },
+  },
+});
+const get = createRoute({
+  method: "get",
+  path: "/rules/{id}",
+  tags,
+  summary: "GET: one rule",
+  request: { params: IdParam },
+  responses: jsonResponses(RuleSchema),
+});
+const update = createRoute({
+  method: "put",
+  path: "/rules/{id}",
+  tags,
+  summary: "UPDATE: replace a rule; changing filter.domain moves it (Rules.DELETE on the old, Rules.CREATE on the new)",
+  request: { params: IdParam, ...jsonBody(RuleBodySchema) },
+  responses: jsonResponses(RuleSchema),
+});
+const remove = createRoute({
+  method: "delete",
+  path: "/rules/{id}",
+  tags,
+  summary: "REMOVE: delete a rule",
+  request: { params: IdParam },
+  responses: emptyResponses(),
+});
+const bulk = createRoute({
+  method: "patch",
+  path: "/rules",
+  tags,
+  summary: "BULK UPDATE: set enabled on many rules; failures are listed in errors[], the rest applied",
+  request: jsonBody(BulkUpdateSchema),
+  responses: jsonResponses(
+    z.object({
+      updated: z.array(RuleSchema),
+      errors: z.array(z.object({ id: z.string(), message: z.string() })),
+    }),
+  ),
+});
+
+export const ruleRoutes: RouteModule = (app, { rules }) => {
+  app.openapi(list, (c) => c.json(rules.list(c.get("principal")), 200));
+  app.openapi(create, (c) => c.json(rules.create(c.get("principal"), c.req.valid("json")), 201));
+  app.openapi(get, (c) => c.json(rules.get(c.get("principal"), c.req.valid("param").id), 200));
+  app.openapi(update, (c) =>
+    c.json(rules.update(c.get("principal"), c.req.valid("param").id, c.req.valid("json")), 200),
+  );
+  app.openapi(remove, (c) => {
+    rules.remove(c.get("principal"), c.req.valid("param").id);
+    return c.body(null, 200);
+  });
+  app.openapi(bulk, (c) => c.json(rules.bulkUpdate(c.get("principal"), c.req.valid("json")), 200));
+};
