@@ -100,9 +100,9 @@ export class Outbox implements ActionSink {
          VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
       ),
       claim: db.prepare<[number, number, number], Row>(
-        `UPDATE action_outbox SET status = 'delivering', updated_at = ?1 WHERE id IN (
-           SELECT id FROM action_outbox WHERE status = 'pending' AND next_attempt_at <= ?2
-           ORDER BY next_attempt_at, id LIMIT ?3) RETURNING *`,
+        `UPDATE action_outbox SET status = 'delivering', updated_at = ? WHERE id IN (
+           SELECT id FROM action_outbox WHERE status = 'pending' AND next_attempt_at <= ?
+           ORDER BY next_attempt_at, id LIMIT ?) RETURNING *`,
       ),
       nextDue: db.prepare<[], { at: number | null }>(
         "SELECT min(next_attempt_at) AS at FROM action_outbox WHERE status = 'pending'",
