@@ -1,6 +1,7 @@
 import { actionsMigrations } from "./actions/index.js";
 import { authMigrations } from "./auth/index.js";
 import { eventsMigrations } from "./events/index.js";
+import { engineMigrations } from "./engine/index.js";
 import { observationMigrations } from "./observations/index.js";
 import { rulesMigrations } from "./rules/index.js";
 import type { Migration } from "./store/index.js";
@@ -14,4 +15,5 @@ export const migrations: readonly Migration[] = [
   ...rulesMigrations,
   ...actionsMigrations,
   ...eventsMigrations,
+  ...engineMigrations,
 ];

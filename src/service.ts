@@ -6,6 +6,7 @@ import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { EventBus } from "./bus/index.js";
 import type { Config } from "./config/index.js";
 import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
+import { createEngineService } from "./engine/index.js";
 import { createMailer } from "./mail/index.js";
 import { migrations } from "./migrations.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
@@ -84,6 +85,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
       allowPrivateWebhooks: config.DMS_WEBHOOK_ALLOW_PRIVATE,
     }),
     actions,
+    actionSink: actions,
     events,
     clock,
   };
@@ -92,7 +94,6 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     logger.info({ file: config.DMS_PROVISION }, "provisioning applied");
   }
 
-  const app = createApp(services, routeModules);
   const components: Component[] = [];
   if (config.roles.has("actions")) {
     components.push({
@@ -104,6 +105,20 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
       },
     });
   }
+  if (config.roles.has("engine")) {
+    const engine = createEngineService({
+      ...services,
+      domainPath: (id) => identity.pathOf(id),
+      // Late-bound, so a test can install another sink in `services.actionSink`.
+      sink: { accept: (triggered) => (services.actionSink ?? actions).accept(triggered) },
+      loadRules: () => ruleStore.all(),
+    });
+    services.engine = engine;
+    services.ingest = engine.ingest;
+    components.push({ name: "engine", start: () => engine.start(), stop: () => engine.stop() });
+  }
+
+  const app = createApp(services, routeModules);
   const started: Component[] = [];
   let server: ServerType | undefined;
   let url: string | undefined;

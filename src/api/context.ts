@@ -1,10 +1,10 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import type { Outbox } from "../actions/index.js";
+import type { ActionSink, Outbox } from "../actions/index.js";
 import type { Identity, Principal, Tokens } from "../auth/index.js";
 import type { EventBus } from "../bus/index.js";
 import type { Config } from "../config/index.js";
-import type { ObservationIngest } from "../engine/index.js";
 import type { EventStore } from "../events/index.js";
+import type { EngineService, ObservationIngest } from "../engine/index.js";
 import type { Mailer } from "../mail/index.js";
 import type { ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
@@ -31,8 +31,12 @@ export interface Services {
   /** The durable outbox: the engine's ActionSink, and the dead letters. */
   actions: Outbox;
   events: EventStore;
-  /** The engine's ingest, set by the engine when this process runs one (SET_RESOURCE feeds back through it). */
+  /** The rule engine, when this process runs the `engine` role. */
+  engine?: EngineService;
+  /** Feeds observations into the engine from inside the service (MQTT bridge, SET_RESOURCE). */
   ingest?: ObservationIngest;
+  /** Where the engine hands triggered actions: the outbox (`actions`). */
+  actionSink?: ActionSink;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;
 }

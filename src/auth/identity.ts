@@ -33,6 +33,9 @@ export interface NewUser {
   privileges?: Record<string, string[]> | undefined;
 }
 
+/** What PATCH may change; `email: null` removes the address. */
+export type UserChange = Partial<Omit<NewUser, "userName" | "email">> & { email?: string | null | undefined };
+
 export interface ApiKeyInfo {
   id: string;
   label: string;
@@ -58,6 +61,16 @@ interface UserRow {
 }
 
 export const ROOT_DOMAIN = "root";
+
+/** Privileges as `toUser` reads them back: domains and grants sorted, duplicates and empty lists gone. */
+function normalizePrivileges(privileges: Record<string, string[]>): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const domain of Object.keys(privileges).sort()) {
+    const list = [...new Set(privileges[domain])].sort();
+    if (list.length > 0) out[domain] = list;
+  }
+  return out;
+}
 const ID_PATTERN = /^[0-9A-Za-z_-]{1,64}$/;
 
 /**
@@ -170,9 +183,14 @@ export class Identity implements DomainPaths {
 
   async createUser(input: NewUser): Promise<User> {
     if (!ID_PATTERN.test(input.userName)) throw invalid("userName", "1-64 characters of 0-9, A-Z, a-z, '_' or '-'");
-    if (this.user(input.userName)) throw new ApiError("ALREADY_EXISTS", `User ${input.userName} already exists`);
     this.checkUserDomains(input.homeDomain, input.privileges);
     const hash = await hashSecret(input.password);
+    // Checked after the await: from here to the insert nothing else runs, so two
+    // concurrent creates of one name answer ALREADY_EXISTS rather than a constraint error.
+    if (this.user(input.userName)) {
+      throw new ApiError("ALREADY_EXISTS", `User ${input.userName} already exists`, "userName");
+    }
+    this.checkUserDomains(input.homeDomain, input.privileges);
     const now = isoNow();
     this.db.transaction(() => {
       this.db
@@ -185,25 +203,35 @@ export class Identity implements DomainPaths {
     return this.user(input.userName)!;
   }
 
-  async updateUser(userName: string, change: Partial<Omit<NewUser, "userName">>): Promise<User> {
+  /** Changes what `change` names; a change that changes nothing writes nothing (provisioning stays idempotent). */
+  async updateUser(userName: string, change: UserChange): Promise<User> {
+    const before = this.user(userName);
+    if (!before) throw notFound("USER_NOT_FOUND", `User ${userName}`, "userName");
+    this.checkUserDomains(change.homeDomain ?? before.homeDomain, change.privileges);
+    const hash = change.password === undefined ? undefined : await hashSecret(change.password);
     const current = this.user(userName);
     if (!current) throw notFound("USER_NOT_FOUND", `User ${userName}`, "userName");
-    this.checkUserDomains(change.homeDomain ?? current.homeDomain, change.privileges);
-    const hash = change.password === undefined ? undefined : await hashSecret(change.password);
+    const next = {
+      role: change.role ?? current.role,
+      homeDomain: change.homeDomain ?? current.homeDomain,
+      email: change.email === undefined ? current.email : change.email,
+      privileges: change.privileges === undefined ? current.privileges : normalizePrivileges(change.privileges),
+    };
+    const same =
+      hash === undefined &&
+      next.role === current.role &&
+      next.homeDomain === current.homeDomain &&
+      next.email === current.email &&
+      JSON.stringify(next.privileges) === JSON.stringify(current.privileges);
+    if (same) return current;
+    this.checkUserDomains(next.homeDomain, next.privileges);
     this.db.transaction(() => {
       this.db
         .prepare(
           `UPDATE users SET role = ?, home_domain = ?, email = ?, updated_at = ?,
              password_hash = COALESCE(?, password_hash) WHERE user_name = ?`,
         )
-        .run(
-          change.role ?? current.role,
-          change.homeDomain ?? current.homeDomain,
-          change.email === undefined ? current.email : change.email,
-          isoNow(),
-          hash ?? null,
-          userName,
-        );
+        .run(next.role, next.homeDomain, next.email, isoNow(), hash ?? null, userName);
       if (change.privileges) this.writePrivileges(userName, change.privileges);
     })();
     return this.user(userName)!;
@@ -219,8 +247,17 @@ export class Identity implements DomainPaths {
     const row = this.db
       .prepare<[string], Pick<UserRow, "password_hash">>("SELECT password_hash FROM users WHERE user_name = ?")
       .get(userName);
-    if (!row) return undefined;
+    if (!row) {
+      // Spend the same time as for a wrong password, so a login cannot tell which user names exist.
+      await verifySecret(password, await this.dummyHash());
+      return undefined;
+    }
     return (await verifySecret(password, row.password_hash)) ? this.user(userName) : undefined;
+  }
+
+  private dummy: Promise<string> | undefined;
+  private dummyHash(): Promise<string> {
+    return (this.dummy ??= hashSecret(randomUUID()));
   }
 
   principal(userName: string): Principal | undefined {

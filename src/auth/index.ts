@@ -1,9 +1,18 @@
-export { Identity, ROOT_DOMAIN, type Domain, type User, type NewUser, type ApiKeyInfo } from "./identity.js";
+export {
+  Identity,
+  ROOT_DOMAIN,
+  type Domain,
+  type User,
+  type NewUser,
+  type UserChange,
+  type ApiKeyInfo,
+} from "./identity.js";
 export {
   Principal,
   authorize,
   requireReadWrite,
   isGrant,
+  expandGrant,
   ACTIONS,
   RESOURCES,
   ROLES,

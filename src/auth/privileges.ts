@@ -31,6 +31,15 @@ export function isGrant(value: string): boolean {
   return GRANT.test(value);
 }
 
+/** Every privilege a grant stands for: `Rules.*` is the four Rules actions, `*.*` every privilege. */
+export function expandGrant(grant: string): Privilege[] {
+  if (!isGrant(grant)) return [];
+  const [resource, action] = grant.split(".") as [string, string];
+  const resources = resource === "*" ? RESOURCES : [resource as Resource];
+  const actions = action === "*" ? ACTIONS : [action as Action];
+  return resources.flatMap((r) => actions.map((a): Privilege => `${r}.${a}`));
+}
+
 /** Where a domain sits in the tree; `path` is `root/<sub>/<subsub>`. */
 export interface DomainPaths {
   pathOf(domainId: string): string | undefined;
@@ -60,6 +69,12 @@ export class Principal {
     if (path === undefined) return false;
     // A grant on the domain itself or on any ancestor up to root holds here.
     return path.split("/").some((ancestor) => matches(this.grants.get(ancestor), privilege));
+  }
+
+  /** May this principal hand `grant` on `domainId` to someone? Only if it holds all of it there itself. */
+  mayGrant(grant: string, domainId: string): boolean {
+    const privileges = expandGrant(grant);
+    return privileges.length > 0 && privileges.every((p) => this.can(p, domainId));
   }
 
   /** Domains (ids) where `privilege` holds: the granted ones and all below them. */

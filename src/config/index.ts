@@ -5,7 +5,12 @@ import { z } from "zod";
 export const ROLES = ["api", "engine", "actions", "proxy", "mqtt", "scheduler"] as const;
 export type Role = (typeof ROLES)[number];
 
-const port = z.coerce.number().int().min(0).max(65535);
+const PORT = "expected a port number 0-65535";
+const port = z
+  .string()
+  .regex(/^\d{1,5}$/, PORT)
+  .transform(Number)
+  .pipe(z.number().max(65535, PORT));
 const optionalUrl = z.string().url().optional();
 const bool = z.enum(["true", "false"]).transform((v) => v === "true");
 const portRange = z
@@ -61,7 +66,7 @@ const schema = z.object({
     .string()
     .default(ROLES.join(","))
     .transform((v) => v.split(",").map((r) => r.trim()))
-    .pipe(z.array(z.enum(ROLES)).min(1)),
+    .pipe(z.array(z.enum(ROLES, { error: `expected a comma-separated subset of ${ROLES.join(",")}` })).min(1)),
 });
 
 type Env = z.output<typeof schema>;

@@ -101,7 +101,10 @@ export class ThingRegistry {
     return ids.map((r) => this.thingType(r.id)!);
   }
 
-  /** Creates the thing type, or replaces label, domain and resources of an existing one (`upsert`). */
+  /**
+   * Creates the thing type, or replaces label, domain and resources of an
+   * existing one (`upsert`). Replacing with the same values writes nothing.
+   */
   putThingType(input: Omit<ThingType, "createdAt" | "updatedAt">, mode: "create" | "update" | "upsert"): ThingType {
     if (!NAME_PATTERN.test(input.id)) throw invalid("id", "1-128 characters of 0-9, A-Z, a-z, '_', '.', ':' or '-'");
     if (!this.domainExists(input.domain)) throw notFound("DOMAIN_NOT_FOUND", `Domain ${input.domain}`, "domain");
@@ -110,10 +113,22 @@ export class ThingRegistry {
       if (names.has(r.name)) throw invalid("resources", `resource ${r.name} is defined twice`);
       names.add(r.name);
     }
-    const exists = this.thingType(input.id) !== undefined;
-    if (exists && mode === "create")
+    const existing = this.thingType(input.id);
+    if (existing && mode === "create") {
       throw new ApiError("ALREADY_EXISTS", `Thing type ${input.id} already exists`, "id");
-    if (!exists && mode === "update") throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${input.id}`, "id");
+    }
+    if (!existing && mode === "update") throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${input.id}`, "id");
+    const resources = [...input.resources]
+      .sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0))
+      .map(({ name, dataType, resourceType }) => ({ name, dataType, resourceType }));
+    if (
+      existing &&
+      existing.label === input.label &&
+      existing.domain === input.domain &&
+      JSON.stringify(existing.resources) === JSON.stringify(resources)
+    ) {
+      return existing;
+    }
     const now = isoNow();
     this.db.transaction(() => {
       this.db
@@ -126,9 +141,9 @@ export class ThingRegistry {
       const insert = this.db.prepare(
         "INSERT INTO thing_type_resources (thing_type, name, data_type, resource_type) VALUES (?, ?, ?, ?)",
       );
-      for (const r of input.resources) insert.run(input.id, r.name, r.dataType, r.resourceType);
+      for (const r of resources) insert.run(input.id, r.name, r.dataType, r.resourceType);
     })();
-    this.bus.emit("thingType.changed", { id: input.id, change: exists ? "updated" : "created" });
+    this.bus.emit("thingType.changed", { id: input.id, change: existing ? "updated" : "created" });
     return this.thingType(input.id)!;
   }
 
@@ -164,26 +179,29 @@ export class ThingRegistry {
       .map(toThing);
   }
 
+  /** Creates or changes a thing; `serial`, `secret` and `label` left out keep their value. */
   async putThing(input: NewThing, mode: "create" | "update" | "upsert"): Promise<Thing> {
     if (!NAME_PATTERN.test(input.thingName)) {
       throw invalid("thingName", "1-128 characters of 0-9, A-Z, a-z, '_', '.', ':' or '-'");
     }
-    if (!this.domainExists(input.domain)) throw notFound("DOMAIN_NOT_FOUND", `Domain ${input.domain}`, "domain");
-    if (!this.thingType(input.thingType)) {
-      throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${input.thingType}`, "thingType");
-    }
-    const existing = this.thing(input.thingName);
-    if (existing && mode === "create") {
-      throw new ApiError("ALREADY_EXISTS", `Thing ${input.thingName} already exists`, "thingName");
-    }
-    if (!existing && mode === "update") throw notFound("THING_NOT_FOUND", `Thing ${input.thingName}`, "thingName");
-    if (input.serial !== undefined) {
-      const holder = this.thingBySerial(input.serial);
-      if (holder && holder.thingName !== input.thingName) {
-        throw new ApiError("ALREADY_EXISTS", `Serial ${input.serial} belongs to thing ${holder.thingName}`, "serial");
-      }
-    }
+    this.checkThing(input, mode);
     const secretHash = input.secret === undefined ? null : await this.secretHashFor(input.thingName, input.secret);
+    // Checked again after the await: from here on nothing else runs until the write,
+    // so a concurrent create of the same name or serial answers ALREADY_EXISTS, not a constraint error.
+    const existing = this.checkThing(input, mode);
+    const storedHash = this.db
+      .prepare<[string], { secret_hash: string | null }>("SELECT secret_hash FROM things WHERE thing_name = ?")
+      .get(input.thingName)?.secret_hash;
+    if (
+      existing &&
+      existing.thingType === input.thingType &&
+      existing.domain === input.domain &&
+      (input.serial === undefined || input.serial === existing.serial) &&
+      (input.label === undefined || input.label === existing.label) &&
+      (secretHash === null || secretHash === storedHash)
+    ) {
+      return existing;
+    }
     const now = isoNow();
     this.db
       .prepare(
@@ -205,6 +223,25 @@ export class ThingRegistry {
       );
     this.bus.emit("thing.changed", { thingName: input.thingName, change: existing ? "updated" : "created" });
     return this.thing(input.thingName)!;
+  }
+
+  private checkThing(input: NewThing, mode: "create" | "update" | "upsert"): Thing | undefined {
+    if (!this.domainExists(input.domain)) throw notFound("DOMAIN_NOT_FOUND", `Domain ${input.domain}`, "domain");
+    if (!this.thingType(input.thingType)) {
+      throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${input.thingType}`, "thingType");
+    }
+    const existing = this.thing(input.thingName);
+    if (existing && mode === "create") {
+      throw new ApiError("ALREADY_EXISTS", `Thing ${input.thingName} already exists`, "thingName");
+    }
+    if (!existing && mode === "update") throw notFound("THING_NOT_FOUND", `Thing ${input.thingName}`, "thingName");
+    if (input.serial !== undefined) {
+      const holder = this.thingBySerial(input.serial);
+      if (holder && holder.thingName !== input.thingName) {
+        throw new ApiError("ALREADY_EXISTS", `Serial ${input.serial} belongs to thing ${holder.thingName}`, "serial");
+      }
+    }
+    return existing;
   }
 
   deleteThing(thingName: string): void {
@@ -275,32 +312,43 @@ export class ThingRegistry {
       .map((r) => r.group_id);
   }
 
+  /**
+   * Creates or changes a group; `things`, when given, becomes its exact
+   * membership. Ids and names share one namespace, since the interface
+   * names a group by either: an id may not be another group's name.
+   */
   putGroup(
     input: { id: string; name: string; domain: string; things?: string[] | undefined },
     mode: "create" | "update" | "upsert",
   ): ThingGroup {
     if (!NAME_PATTERN.test(input.id)) throw invalid("id", "1-128 characters of 0-9, A-Z, a-z, '_', '.', ':' or '-'");
     if (!this.domainExists(input.domain)) throw notFound("DOMAIN_NOT_FOUND", `Domain ${input.domain}`, "domain");
-    const existing = this.group(input.id);
-    if (existing && existing.id !== input.id) {
-      throw new ApiError("ALREADY_EXISTS", `Thing group name ${input.name} is taken`, "name");
-    }
-    if (existing && mode === "create")
-      throw new ApiError("ALREADY_EXISTS", `Thing group ${input.id} already exists`, "id");
-    if (!existing && mode === "update") throw notFound("THING_GROUP_NOT_FOUND", `Thing group ${input.id}`, "id");
-    const byName = this.db
-      .prepare<[string], { id: string }>("SELECT id FROM thing_groups WHERE name = ?")
-      .get(input.name);
-    if (byName && byName.id !== input.id) {
-      throw new ApiError("ALREADY_EXISTS", `Thing group name ${input.name} is taken`, "name");
-    }
-    const now = isoNow();
-    this.db
-      .prepare(
-        `INSERT INTO thing_groups (id, name, domain, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT(id) DO UPDATE SET name = excluded.name, domain = excluded.domain, updated_at = excluded.updated_at`,
+    const row = this.db
+      .prepare<[string], { id: string; name: string; domain: string }>("SELECT * FROM thing_groups WHERE id = ?")
+      .get(input.id);
+    if (row && mode === "create") throw new ApiError("ALREADY_EXISTS", `Thing group ${input.id} already exists`, "id");
+    if (!row && mode === "update") throw notFound("THING_GROUP_NOT_FOUND", `Thing group ${input.id}`, "id");
+    const clash = this.db
+      .prepare<[{ id: string; name: string }], { id: string; name: string }>(
+        `SELECT id, name FROM thing_groups WHERE id <> @id AND (name = @id OR name = @name OR id = @name) LIMIT 1`,
       )
-      .run(input.id, input.name, input.domain, now, now);
+      .get({ id: input.id, name: input.name });
+    if (clash) {
+      const property = clash.name === input.id ? "id" : "name";
+      const value = property === "name" ? input.name : input.id;
+      throw new ApiError("ALREADY_EXISTS", `Thing group ${clash.id} already goes by ${value}`, property);
+    }
+    // Every thing must exist before anything is written, so a bad list leaves no half-made group.
+    if (input.things) this.requireThings(input.things);
+    if (!row || row.name !== input.name || row.domain !== input.domain) {
+      const now = isoNow();
+      this.db
+        .prepare(
+          `INSERT INTO thing_groups (id, name, domain, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT(id) DO UPDATE SET name = excluded.name, domain = excluded.domain, updated_at = excluded.updated_at`,
+        )
+        .run(input.id, input.name, input.domain, now, now);
+    }
     if (input.things) this.setMembers(input.id, input.things);
     return this.group(input.id)!;
   }

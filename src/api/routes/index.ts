@@ -1,14 +1,26 @@
 import type { RouteModule } from "../context.js";
+import { adminApiKeyRoutes } from "./admin-api-keys.js";
 import { actionRoutes } from "./actions.js";
 import { adminDomainRoutes } from "./admin-domains.js";
+import { adminThingGroupRoutes } from "./admin-thing-groups.js";
+import { adminThingTypeRoutes } from "./admin-thing-types.js";
+import { adminThingRoutes } from "./admin-things.js";
+import { adminUserRoutes } from "./admin-users.js";
 import { authRoutes } from "./auth.js";
 import { eventRoutes } from "./events.js";
 import { ruleRoutes } from "./rules.js";
+import { observationsIngestRoutes } from "./observations-ingest.js";
 
 /** Every REST area, registered in one place. */
 export const routeModules: readonly RouteModule[] = [
   authRoutes,
   adminDomainRoutes,
+  adminUserRoutes,
+  adminApiKeyRoutes,
+  adminThingTypeRoutes,
+  adminThingRoutes,
+  adminThingGroupRoutes,
+  observationsIngestRoutes,
   ruleRoutes,
   actionRoutes,
   eventRoutes,
