@@ -62,3 +62,27 @@ export const BulkUpdateSchema = z.object({
 export type RuleBody = z.infer<typeof RuleBodySchema>;
 export type CreateRuleBody = z.infer<typeof CreateRuleBodySchema>;
 export type BulkUpdateBody = z.infer<typeof BulkUpdateSchema>;
+
+export const DryRunSchema = z.object({
+  rule: CreateRuleBodySchema,
+  observations: z
+    .array(
+      z.object({
+        thingName: z.string().min(1).optional(),
+        timestamp: z.union([z.number(), z.string()]).optional(),
+        state: z.record(z.string(), z.unknown()),
+        nested: z
+          .array(
+            z.object({
+              type: z.string().optional(),
+              id: z.string().optional(),
+              state: z.record(z.string(), z.unknown()),
+            }),
+          )
+          .optional(),
+      }),
+    )
+    .min(1)
+    .max(1000),
+});
+export type DryRunBody = z.infer<typeof DryRunSchema>;

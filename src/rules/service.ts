@@ -1,6 +1,8 @@
 import { authorize, requireReadWrite, type Identity, type Principal } from "../auth/index.js";
+import { compileRule } from "../engine/index.js";
 import { ApiError, invalid, notAuthorized, notFound } from "../errors/index.js";
 import type { ThingRegistry } from "../things/index.js";
+import { dryRun, type DryRunObservation, type DryRunReport } from "./dry-run.js";
 import { checkChaining, checkLoop, overlapWith, type Overlap } from "./loop.js";
 import type { BulkUpdateBody, CreateRuleBody, RuleBody } from "./schema.js";
 import type { RuleStore } from "./store.js";
@@ -114,6 +116,21 @@ export class RulesService {
     return result;
   }
 
+  /**
+   * POST /rules/test: what a rule body would do with these observations,
+   * without storing anything or sending anything. Needs `Rules.READ` on the
+   * filter's domain and the rule must validate as CREATE would have it.
+   */
+  test(
+    p: Principal,
+    body: RuleBody & { id?: string | undefined },
+    observations: readonly DryRunObservation[],
+  ): DryRunReport {
+    authorize(p, "Rules.READ", body.filter.domain);
+    const rule = this.validated(p, body.id ?? "dry-run", body);
+    return dryRun(rule, observations, this.registry);
+  }
+
   private existing(id: string): Rule {
     const rule = this.store.get(id);
     if (!rule) throw notFound("RULE_NOT_FOUND", `Rule ${id}`, "id");
@@ -180,6 +197,8 @@ export class RulesService {
     if (filter.thingNames !== undefined) rule.filter.thingNames = filter.thingNames;
     if (body.description !== undefined) rule.description = body.description;
     if (body.category !== undefined) rule.category = body.category;
+    // The engine must be able to run what is stored: its compiler has the last word.
+    compileRule(rule);
     return rule;
   }
 

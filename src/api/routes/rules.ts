@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { BulkUpdateSchema, CreateRuleBodySchema, RuleBodySchema } from "../../rules/index.js";
+import { BulkUpdateSchema, CreateRuleBodySchema, DryRunSchema, RuleBodySchema } from "../../rules/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
 
@@ -67,9 +67,42 @@ const bulk = createRoute({
   ),
 });
 
+const ActionOut = z.object({ type: z.string(), config: z.record(z.string(), z.unknown()) });
+const test = createRoute({
+  method: "post",
+  path: "/rules/test",
+  tags,
+  summary:
+    "Dry run: which of the given observations would trigger the rule, and the substituted action configs; nothing is stored or sent",
+  request: jsonBody(DryRunSchema),
+  responses: jsonResponses(
+    z
+      .object({
+        triggeredCount: z.number(),
+        results: z.array(
+          z.object({
+            index: z.number(),
+            thingName: z.string(),
+            inFilter: z.boolean(),
+            matched: z.boolean(),
+            expressions: z.array(z.object({ operator: z.string(), resource: z.string(), matched: z.boolean() })),
+            triggered: z.boolean(),
+            actions: z.array(ActionOut).optional(),
+            unknownVariables: z.array(z.string()).optional(),
+          }),
+        ),
+      })
+      .openapi("RuleDryRun"),
+  ),
+});
+
 export const ruleRoutes: RouteModule = (app, { rules }) => {
   app.openapi(list, (c) => c.json(rules.list(c.get("principal")), 200));
   app.openapi(create, (c) => c.json(rules.create(c.get("principal"), c.req.valid("json")), 201));
+  app.openapi(test, (c) => {
+    const { rule, observations } = c.req.valid("json");
+    return c.json(rules.test(c.get("principal"), rule, observations), 200);
+  });
   app.openapi(get, (c) => c.json(rules.get(c.get("principal"), c.req.valid("param").id), 200));
   app.openapi(update, (c) =>
     c.json(rules.update(c.get("principal"), c.req.valid("param").id, c.req.valid("json")), 200),
