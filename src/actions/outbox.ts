@@ -56,6 +56,12 @@ export interface OutboxOptions {
 }
 
 export const DEFAULT_CONCURRENCY = 64;
+/**
+ * Delivered rows are kept this long so that a replay of the same
+ * observations (a Kafka rebalance, a restart before the offset commit)
+ * finds their keys and sends nothing twice; then they are pruned.
+ */
+export const DELIVERED_RETENTION_MS = 7 * 24 * 3600_000;
 const UNKNOWN_LOG_LIMIT = 10_000;
 
 /**
@@ -78,6 +84,7 @@ export class Outbox implements ActionSink {
   private running = false;
   private pumpQueued = false;
   private timer: { at: number; cancel: () => void } | undefined;
+  private pruneTimer: NodeJS.Timeout | undefined;
 
   constructor(options: OutboxOptions) {
     this.db = options.db;
@@ -155,15 +162,26 @@ export class Outbox implements ActionSink {
   async start(): Promise<void> {
     // Nothing is in flight in a process that just started: what was, goes again.
     this.db.prepare("UPDATE action_outbox SET status = 'pending' WHERE status = 'delivering'").run();
+    this.prune();
+    this.pruneTimer = setInterval(() => this.prune(), 3600_000);
+    this.pruneTimer.unref();
     this.running = true;
     this.kick();
   }
 
   async stop(): Promise<void> {
     this.running = false;
+    clearInterval(this.pruneTimer);
     this.timer?.cancel();
     this.timer = undefined;
     await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Forgets delivered rows past the retention; dead letters stay until retried. */
+  prune(): number {
+    return this.db
+      .prepare("DELETE FROM action_outbox WHERE status = 'delivered' AND updated_at < ?")
+      .run(this.timers.now() - DELIVERED_RETENTION_MS).changes;
   }
 
   /** Deliveries not yet delivered nor dead, for tests and the benchmark. */

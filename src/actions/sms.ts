@@ -1,7 +1,7 @@
 import twilio from "twilio";
 import { z } from "zod";
 import type { Config } from "../config/index.js";
-import { DEFAULT_RETRY, Deferred, defineAction } from "./action.js";
+import { DEFAULT_RETRY, Deferred, PermanentFailure, defineAction } from "./action.js";
 import type { Timers } from "./timers.js";
 
 /** E.164 without the plus: a country code and up to 15 digits in all. */
@@ -98,6 +98,8 @@ export const smsAction = defineAction<SmsConfig>({
     return async ({ config: c }) => {
       const body = truncate(String(c.message));
       const numbers = c.addressList.map(String);
+      const bad = numbers.find((n) => !MSISDN.test(n));
+      if (bad !== undefined) throw new PermanentFailure(`addressList: ${bad} is not an E.164 number without the plus`);
       if (!sender) {
         logger.warn({ to: numbers }, "TWILIO_* is not set: SMS recorded, not sent");
         return;

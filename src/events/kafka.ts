@@ -1,4 +1,4 @@
-import { Kafka, type Producer } from "kafkajs";
+import { Kafka, Partitioners, type Producer } from "kafkajs";
 import type { Logger } from "../observability/index.js";
 import type { EventRecord } from "./store.js";
 
@@ -21,7 +21,12 @@ export function kafkaPublisher(brokers: string, topic: string, logger: Logger): 
   let connecting: Promise<Producer> | undefined;
   const connected = (): Promise<Producer> => {
     connecting ??= (async () => {
-      const p = kafka.producer({ allowAutoTopicCreation: true, idempotent: true, maxInFlightRequests: 1 });
+      const p = kafka.producer({
+        allowAutoTopicCreation: true,
+        idempotent: true,
+        maxInFlightRequests: 1,
+        createPartitioner: Partitioners.DefaultPartitioner,
+      });
       await p.connect();
       producer = p;
       logger.info({ topic }, "events producer connected");
