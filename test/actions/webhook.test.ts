@@ -169,4 +169,18 @@ describe("WEBHOOK", () => {
     await until(() => delivery(action.idempotencyKey)?.status === "dead", "dead letter");
     expect(delivery(action.idempotencyKey).last_error).toMatch(/ECONNREFUSED/);
   });
+
+  it("keeps delivered rows for replays for 7 days, then prunes them; dead letters stay", async () => {
+    const action = triggered("WEBHOOK", { uri: hook.url, body: "kept" });
+    await outbox().accept([action]);
+    await until(() => delivery(action.idempotencyKey)?.status === "delivered", "delivery");
+    expect(outbox().prune()).toBe(0);
+    clock.advance(7 * 24 * 3600_000 + 1);
+    expect(outbox().prune()).toBeGreaterThan(0);
+    expect(delivery(action.idempotencyKey)).toBeUndefined();
+    const dead = t.dms.services.db.prepare("SELECT count(*) AS n FROM action_outbox WHERE status = 'dead'").get() as {
+      n: number;
+    };
+    expect(dead.n).toBeGreaterThan(0);
+  });
 });
