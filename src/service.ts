@@ -13,6 +13,7 @@ import { createLogger, createMetrics, type Logger } from "./observability/index.
 import { provisionFromFile } from "./provision/index.js";
 import { RuleStore, RulesService } from "./rules/index.js";
 import { ObservationStore } from "./observations/index.js";
+import { createProxy } from "./proxy/index.js";
 import { openDatabase } from "./store/index.js";
 import { ThingRegistry } from "./things/index.js";
 
@@ -116,6 +117,10 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     services.engine = engine;
     services.ingest = engine.ingest;
     components.push({ name: "engine", start: () => engine.start(), stop: () => engine.stop() });
+  }
+  if (config.roles.has("proxy")) {
+    services.proxy = createProxy(services);
+    components.push(services.proxy);
   }
 
   const app = createApp(services, routeModules);

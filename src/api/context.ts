@@ -8,6 +8,7 @@ import type { EngineService, ObservationIngest } from "../engine/index.js";
 import type { Mailer } from "../mail/index.js";
 import type { ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
+import type { Proxy } from "../proxy/index.js";
 import type { RuleStore, RulesService } from "../rules/index.js";
 import type { Db } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
@@ -39,6 +40,8 @@ export interface Services {
   actionSink?: ActionSink;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;
+  /** The TCP proxy, when this process runs the `proxy` role (its bound ports are read from here). */
+  proxy?: Proxy;
 }
 
 export interface ApiEnv {
