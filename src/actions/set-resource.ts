@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { NestedObservation, Observation } from "../engine/index.js";
+import type { Observation } from "../engine/index.js";
 import { DEFAULT_RETRY, defineAction } from "./action.js";
 
 /** Nested types the platform owns: a rule cannot set them. */
@@ -36,22 +36,10 @@ export const setResourceAction = defineAction<SetResourceConfig>({
       const { type, name } = splitResource(c.resource);
       const observation: Observation = { thingName: payload.thing.thingName, timestamp: timers.now(), state: {} };
       if (type === undefined) observation.state[name] = c.value;
-      else observation.nested = nestedOfType(payload.observation.nested, type, name, c.value);
+      // A nested object without id stands for every nested object of its type: the engine's state merge
+      // sets the resource on all of them, which is what `<type>.<resource>` means.
+      else observation.nested = [{ type, state: { [name]: c.value } }];
       await feed([observation], "set-resource");
     };
   },
 });
-
-/** Every nested object of `type` the triggering observation named gets the value; without any, one of that type. */
-function nestedOfType(
-  nested: readonly NestedObservation[] | undefined,
-  type: string,
-  name: string,
-  value: unknown,
-): NestedObservation[] {
-  const ids = new Set((nested ?? []).filter((n) => (n.type ?? "untyped") === type).map((n) => n.id));
-  if (ids.size === 0) return [{ type, state: { [name]: value } }];
-  return [...ids].map((id) =>
-    id === undefined ? { type, state: { [name]: value } } : { type, id, state: { [name]: value } },
-  );
-}

@@ -200,6 +200,44 @@ describe("observation -> rule -> receiver", () => {
     expect(hook.requests[0]).toMatchObject({ url: "/chained", body: "alarm 39 on t2" });
   });
 
+  it("SET_RESOURCE of <type>.<resource> sets it on every nested object of that type", async () => {
+    await createRule(
+      ruleBody({
+        id: "lock-doors",
+        threshold: { count: 1, interval: 30 },
+        actions: [{ type: "SET_RESOURCE", config: { resource: "door.locked", value: 1 } }],
+      }),
+    );
+    await createRule(
+      ruleBody({
+        id: "on-locked",
+        expression: [{ operator: "eq", resource: "door.locked", value: 1 }],
+        actions: [{ type: "WEBHOOK", config: { uri: `${hook.url}/locked`, body: "${thing.thingName}" } }],
+      }),
+    );
+    const res = await t.call("POST", "/observations", {
+      user: "admin",
+      body: [
+        {
+          thingName: "t1",
+          timestamp: Date.now(),
+          state: { temp: 45 },
+          nested: [
+            { type: "door", id: "front", state: { open: 0 } },
+            { type: "door", id: "back", state: { open: 1 } },
+          ],
+        },
+      ],
+    });
+    expect(res.status).toBe(200);
+    await until(() => hook.requests.some((r) => r.url === "/locked"), "the chained webhook");
+    const state = t.dms.services.engine!.engine.thingState("t1")!;
+    expect(state.nested?.filter((n) => n.type === "door").map((n) => [n.id, n.state.locked])).toEqual([
+      ["front", 1],
+      ["back", 1],
+    ]);
+  });
+
   it("a rule change reaches the running engine: a disabled rule no longer triggers", async () => {
     const rule = await createRule(ruleBody({ actions: [{ type: "WEBHOOK", config: { uri: hook.url, body: "x" } }] }));
     await t.call("PATCH", "/rules", { user: "alice", body: { rules: [{ id: rule.id, enabled: false }] } });

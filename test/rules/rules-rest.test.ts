@@ -51,6 +51,18 @@ describe("Rules CREATE, GET, LIST, UPDATE, REMOVE", () => {
     await expectError(await t.call("GET", "/rules/nope", { user: "alice" }), 404, "RULE_NOT_FOUND", "id");
   });
 
+  it("GET, UPDATE and REMOVE without an id are PROPERTY_REQUIRED naming id", async () => {
+    await expectError(await t.call("GET", "/rules/%20", { user: "alice" }), 400, "PROPERTY_REQUIRED", "id");
+    await expectError(await t.call("DELETE", "/rules", { user: "alice" }), 400, "PROPERTY_REQUIRED", "id");
+    await expectError(
+      await t.call("PUT", "/rules", { user: "alice", body: ruleBody() }),
+      400,
+      "PROPERTY_REQUIRED",
+      "id",
+    );
+    await expectError(await t.call("DELETE", "/rules/%20", { user: "alice" }), 400, "PROPERTY_REQUIRED", "id");
+  });
+
   it("UPDATE replaces the rule; REMOVE deletes it; both answer RULE_NOT_FOUND for unknown ids", async () => {
     await create(ruleBody({ id: "upd" }));
     const res = await t.call("PUT", "/rules/upd", {

@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { required } from "../../errors/index.js";
 import { BulkUpdateSchema, CreateRuleBodySchema, DryRunSchema, RuleBodySchema } from "../../rules/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
@@ -8,7 +9,12 @@ const RuleSchema = RuleBodySchema.extend({
   actions: z.array(z.object({ type: z.string(), config: z.record(z.string(), z.unknown()) })),
   readonly: z.boolean(),
 }).openapi("Rule");
-const IdParam = z.object({ id: z.string().min(1) });
+const IdParam = z.object({ id: z.string() });
+/** A blank id (`/rules/%20`) is a missing one. */
+const idOf = (id: string): string => {
+  if (id.trim() === "") throw required("id");
+  return id;
+};
 const tags = ["rules"];
 
 const list = createRoute({
@@ -103,13 +109,20 @@ export const ruleRoutes: RouteModule = (app, { rules }) => {
     const { rule, observations } = c.req.valid("json");
     return c.json(rules.test(c.get("principal"), rule, observations), 200);
   });
-  app.openapi(get, (c) => c.json(rules.get(c.get("principal"), c.req.valid("param").id), 200));
+  app.openapi(get, (c) => c.json(rules.get(c.get("principal"), idOf(c.req.valid("param").id)), 200));
   app.openapi(update, (c) =>
-    c.json(rules.update(c.get("principal"), c.req.valid("param").id, c.req.valid("json")), 200),
+    c.json(rules.update(c.get("principal"), idOf(c.req.valid("param").id), c.req.valid("json")), 200),
   );
   app.openapi(remove, (c) => {
-    rules.remove(c.get("principal"), c.req.valid("param").id);
+    rules.remove(c.get("principal"), idOf(c.req.valid("param").id));
     return c.body(null, 200);
+  });
+  // UPDATE and REMOVE without an id in the path name the missing property rather than a missing route.
+  app.put("/rules", () => {
+    throw required("id");
+  });
+  app.delete("/rules", () => {
+    throw required("id");
   });
   app.openapi(bulk, (c) => c.json(rules.bulkUpdate(c.get("principal"), c.req.valid("json")), 200));
 };
