@@ -6,7 +6,7 @@ import { Deferred, PermanentFailure, retryDelaySeconds, type ActionDeps, type De
 import { ACTION_DEFINITIONS } from "./definitions.js";
 import type { ActionSink, RulePayload, TriggeredAction } from "./index.js";
 import { payloadScope } from "./scope.js";
-import { substitute } from "./template.js";
+import { TemplateError, substitute } from "./template.js";
 import type { Timers } from "./timers.js";
 
 export type DeliveryStatus = "pending" | "delivering" | "delivered" | "dead";
@@ -269,7 +269,18 @@ export class Outbox implements ActionSink {
   }
 
   private async deliver(row: Row): Promise<void> {
-    const definition = ACTION_DEFINITIONS[row.type];
+    const definition = ACTION_DEFINITIONS[row.type] as (typeof ACTION_DEFINITIONS)[ActionType] | undefined;
+    if (!definition) {
+      this.stmt.settle.run(
+        "dead",
+        row.attempts + 1,
+        row.next_attempt_at,
+        `unknown action type ${row.type}`,
+        this.timers.now(),
+        row.id,
+      );
+      return;
+    }
     const raw = JSON.parse(row.config) as Record<string, unknown>;
     const payload = JSON.parse(row.payload) as RulePayload;
     const attempt = row.attempts + 1;
@@ -297,7 +308,8 @@ export class Outbox implements ActionSink {
       }
       const message = err instanceof Error ? err.message : String(err);
       const policy = definition.retry(raw);
-      if (err instanceof PermanentFailure || attempt > policy.maxAttempts) {
+      const permanent = err instanceof PermanentFailure || err instanceof TemplateError;
+      if (permanent || attempt > policy.maxAttempts) {
         this.stmt.settle.run("dead", attempt, row.next_attempt_at, message, now, row.id);
         this.metrics?.delivered.inc({ type: row.type, result: "dead" });
         this.logger.warn({ delivery: row.id, rule: row.rule_id, type: row.type, attempt, err: message }, "dead letter");

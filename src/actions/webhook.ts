@@ -61,8 +61,9 @@ export const webhookAction = defineAction<WebhookConfig>({
   create: ({ config }) => {
     const allowPrivate = config.DMS_WEBHOOK_ALLOW_PRIVATE;
     return async ({ config: c, payload, idempotencyKey }) => {
-      const problem = uriProblem(c.uri, allowPrivate);
-      if (problem) throw new PermanentFailure(`uri ${c.uri}: ${problem}`);
+      const uri = String(c.uri);
+      const problem = uriProblem(uri, allowPrivate);
+      if (problem) throw new PermanentFailure(`uri ${uri}: ${problem}`);
       const method = c.method ?? "POST";
       const headers: Record<string, string> = { "idempotency-key": idempotencyKey };
       let body: string | undefined;
@@ -81,7 +82,7 @@ export const webhookAction = defineAction<WebhookConfig>({
         delete headers["content-type"];
       }
       try {
-        const res = await got(c.uri, {
+        const res = await got(uri, {
           method,
           headers,
           body,
@@ -93,7 +94,7 @@ export const webhookAction = defineAction<WebhookConfig>({
           ...(allowPrivate ? {} : { dnsLookup: publicOnlyLookup }),
         });
         if (res.statusCode < 200 || res.statusCode >= 300) {
-          throw new Error(`HTTP ${res.statusCode} from ${method} ${c.uri}`);
+          throw new Error(`HTTP ${res.statusCode} from ${method} ${uri}`);
         }
       } catch (err) {
         if (err instanceof RequestError && err.code === "EPRIVATETARGET") throw new PermanentFailure(err.message);

@@ -93,4 +93,16 @@ describe("webhook targets without DMS_WEBHOOK_ALLOW_PRIVATE", () => {
     expect(row(action.idempotencyKey)!.last_error).toContain("private address");
     expect(hook.requests).toHaveLength(0);
   });
+
+  it("an action the outbox cannot deliver at all (unknown type, a ${} that does not parse) goes dead at once", async () => {
+    const badTemplate = triggered("WEBHOOK", { uri: "https://example.com/x", body: "${1 +}" });
+    const unknown = { ...triggered("EVENT", { classification: "ALARM", message: "m" }), type: "FAX" as "EVENT" };
+    await outbox.accept([badTemplate, unknown]);
+    await until(
+      () => row(badTemplate.idempotencyKey)?.status === "dead" && row(unknown.idempotencyKey)?.status === "dead",
+      "dead letters",
+    );
+    expect(row(badTemplate.idempotencyKey)).toMatchObject({ attempts: 1 });
+    expect(row(unknown.idempotencyKey)!.last_error).toContain("unknown action type FAX");
+  });
 });
