@@ -1,6 +1,10 @@
+import { actionsMigrations } from "./actions/index.js";
 import { authMigrations } from "./auth/index.js";
 import { filesMigrations } from "./files/index.js";
+import { eventsMigrations } from "./events/index.js";
+import { engineMigrations } from "./engine/index.js";
 import { observationMigrations } from "./observations/index.js";
+import { rulesMigrations } from "./rules/index.js";
 import type { Migration } from "./store/index.js";
 import { thingsMigrations } from "./things/index.js";
 
@@ -10,4 +14,8 @@ export const migrations: readonly Migration[] = [
   ...thingsMigrations,
   ...observationMigrations,
   ...filesMigrations,
+  ...rulesMigrations,
+  ...actionsMigrations,
+  ...eventsMigrations,
+  ...engineMigrations,
 ];

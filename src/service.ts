@@ -3,14 +3,18 @@ import { mkdtempSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Outbox, realTimers, type Timers } from "./actions/index.js";
 import { createApp, routeModules, type Api, type Services } from "./api/index.js";
 import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { EventBus } from "./bus/index.js";
 import type { Config } from "./config/index.js";
+import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
+import { createEngineService } from "./engine/index.js";
 import { createMailer } from "./mail/index.js";
 import { migrations } from "./migrations.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
+import { RuleStore, RulesService } from "./rules/index.js";
 import { ObservationStore } from "./observations/index.js";
 import { createProxy } from "./proxy/index.js";
 import { Files, LocalFileStore } from "./files/index.js";
@@ -36,13 +40,18 @@ export interface Dms {
 
 export interface StartOptions {
   clock?: () => number;
+  /** Clock and timers together (the outbox's retry waits); tests pass a fake one. Sets `clock` too. */
+  timers?: Timers;
   logger?: Logger;
+  /** Deliveries the outbox runs at once. */
+  actionConcurrency?: number;
 }
 
 /** Opens storage, applies provisioning and starts the parts `DMS_ROLES` names. */
 export async function startDms(config: Config, options: StartOptions = {}): Promise<Dms> {
   const logger = options.logger ?? createLogger(config.DMS_LOG_LEVEL);
-  const clock = options.clock ?? Date.now;
+  const clock = options.clock ?? options.timers?.now ?? Date.now;
+  const timers: Timers = options.timers ?? { now: clock, setTimeout: realTimers.setTimeout };
   const db = openDatabase({ dataDir: config.DMS_DATA_DIR, migrations });
   const bus = new EventBus();
   const identity = new Identity(db, bus);
@@ -52,20 +61,47 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const fileStore = new LocalFileStore({ db, dir: fileStoreDir(config.DMS_DATA_DIR), clock });
   // Built before provisioning so that the bus keeps it current from the first change on.
   const search = new SearchIndex({ identity, registry }, bus);
+  const metrics = createMetrics();
+  const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
+  const ruleStore = new RuleStore(db, bus, config.ruleIdPrefix);
+  const events = new EventStore(db, clock);
+  const publisher = config.KAFKA_BROKERS
+    ? kafkaPublisher(config.KAFKA_BROKERS, config.KAFKA_EVENTS_TOPIC, logger)
+    : noPublisher;
+  // `ingest` is read at delivery time: the engine sets it once it runs.
+  const ingest = () => services.ingest;
+  const actions = new Outbox({
+    db,
+    logger,
+    timers,
+    concurrency: options.actionConcurrency,
+    registry: metrics.registry,
+    deps: { config, logger, mailer, ingest, events, publisher, timers },
+  });
   const services: Services = {
     config,
     db,
     logger,
-    metrics: createMetrics(),
+    metrics,
     bus,
     identity,
     tokens: new Tokens(jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR), clock),
     registry,
     observations: new ObservationStore(db),
-    mailer: createMailer(config.SMTP_URL, config.SMTP_FROM, logger),
     signer,
     files: new Files(fileStore, signer, registry, identity),
     search,
+    mailer,
+    ruleStore,
+    rules: new RulesService({
+      store: ruleStore,
+      identity,
+      registry,
+      allowPrivateWebhooks: config.DMS_WEBHOOK_ALLOW_PRIVATE,
+    }),
+    actions,
+    actionSink: actions,
+    events,
     clock,
   };
   if (config.DMS_PROVISION) {
@@ -73,12 +109,35 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     logger.info({ file: config.DMS_PROVISION }, "provisioning applied");
   }
 
-  const app = createApp(services, routeModules);
   const components: Component[] = [];
+  if (config.roles.has("actions")) {
+    components.push({
+      name: "actions",
+      start: () => actions.start(),
+      stop: async () => {
+        await actions.stop();
+        await publisher.close();
+      },
+    });
+  }
+  if (config.roles.has("engine")) {
+    const engine = createEngineService({
+      ...services,
+      domainPath: (id) => identity.pathOf(id),
+      // Late-bound, so a test can install another sink in `services.actionSink`.
+      sink: { accept: (triggered) => (services.actionSink ?? actions).accept(triggered) },
+      loadRules: () => ruleStore.all(),
+    });
+    services.engine = engine;
+    services.ingest = engine.ingest;
+    components.push({ name: "engine", start: () => engine.start(), stop: () => engine.stop() });
+  }
   if (config.roles.has("proxy")) {
     services.proxy = createProxy(services);
     components.push(services.proxy);
   }
+
+  const app = createApp(services, routeModules);
   const started: Component[] = [];
   let server: ServerType | undefined;
   let url: string | undefined;

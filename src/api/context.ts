@@ -1,7 +1,10 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { ActionSink, Outbox } from "../actions/index.js";
 import type { Identity, Principal, Tokens } from "../auth/index.js";
 import type { EventBus } from "../bus/index.js";
 import type { Config } from "../config/index.js";
+import type { EventStore } from "../events/index.js";
+import type { EngineService, ObservationIngest } from "../engine/index.js";
 import type { Mailer } from "../mail/index.js";
 import type { ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
@@ -9,6 +12,7 @@ import type { Proxy } from "../proxy/index.js";
 import type { Files } from "../files/index.js";
 import type { SearchIndex } from "../search/index.js";
 import type { UrlSigner } from "../signing/index.js";
+import type { RuleStore, RulesService } from "../rules/index.js";
 import type { Db } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
 
@@ -28,6 +32,19 @@ export interface Services {
   signer: UrlSigner;
   files: Files;
   search: SearchIndex;
+  /** Rules as stored: the engine loads `all()` at start and follows `rule.changed`. */
+  ruleStore: RuleStore;
+  /** The Rules operations with their access checks. */
+  rules: RulesService;
+  /** The durable outbox: the engine's ActionSink, and the dead letters. */
+  actions: Outbox;
+  events: EventStore;
+  /** The rule engine, when this process runs the `engine` role. */
+  engine?: EngineService;
+  /** Feeds observations into the engine from inside the service (MQTT bridge, SET_RESOURCE). */
+  ingest?: ObservationIngest;
+  /** Where the engine hands triggered actions: the outbox (`actions`). */
+  actionSink?: ActionSink;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;
   /** The TCP proxy, when this process runs the `proxy` role (its bound ports are read from here). */

@@ -1,8 +1,20 @@
+import type { NestedObservation } from "./types.js";
+
 /** The last known state of one thing: for `thing.state.*` and enter/leave transitions. */
 export interface ThingState {
   thingName: string;
   timestamp: number;
   state: Record<string, unknown>;
+  /** Nested objects, one per (type, id), merged observation by observation. */
+  nested?: NestedObservation[];
+  /** How many observations of this thing were evaluated: a threshold counts consecutive matches by it. */
+  seq?: number;
+  /**
+   * `<source>:<partition>` and offset of the last evaluated Kafka observation,
+   * so a replay after a crash (state flushed, offset not yet committed) does not count twice.
+   */
+  lastSource?: string;
+  lastOffset?: number;
 }
 
 /** The threshold state of one (rule, thing) pair. */
@@ -11,6 +23,8 @@ export interface ThresholdState {
   count: number;
   /** Epoch milliseconds of the last time the actions ran, 0 if never. */
   lastFiredAt: number;
+  /** The thing's `seq` at the last match: a match at `lastSeq + 1` is consecutive. */
+  lastSeq?: number;
 }
 
 /**

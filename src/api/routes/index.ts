@@ -1,5 +1,6 @@
 import type { RouteModule } from "../context.js";
 import { adminApiKeyRoutes } from "./admin-api-keys.js";
+import { actionRoutes } from "./actions.js";
 import { adminDomainRoutes } from "./admin-domains.js";
 import { adminThingGroupRoutes } from "./admin-thing-groups.js";
 import { adminThingTypeRoutes } from "./admin-thing-types.js";
@@ -9,6 +10,9 @@ import { authRoutes } from "./auth.js";
 import { fileRoutes } from "./files.js";
 import { searchRoutes } from "./search.js";
 import { storageFileRoutes } from "./storage-files.js";
+import { eventRoutes } from "./events.js";
+import { ruleRoutes } from "./rules.js";
+import { observationsIngestRoutes } from "./observations-ingest.js";
 
 /** Every REST area, registered in one place. */
 export const routeModules: readonly RouteModule[] = [
@@ -22,4 +26,8 @@ export const routeModules: readonly RouteModule[] = [
   fileRoutes,
   storageFileRoutes,
   searchRoutes,
+  observationsIngestRoutes,
+  ruleRoutes,
+  actionRoutes,
+  eventRoutes,
 ];

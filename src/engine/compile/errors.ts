@@ -1,0 +1,12 @@
+import { ApiError } from "../../errors/index.js";
+
+/**
+ * A rule that cannot be compiled. It is an `INVALID_ARGUMENTS` ApiError so
+ * that rule CREATE/UPDATE, which compile before storing, answer it as is;
+ * `property` names the expression item (`expression[1].value`).
+ */
+export class RuleCompileError extends ApiError {
+  constructor(property: string, why: string) {
+    super("INVALID_ARGUMENTS", `Property ${property} is invalid: ${why}`, property);
+  }
+}

@@ -1,0 +1,216 @@
+import { compile as mathCompile, parse, type MathNode } from "mathjs";
+import type { NestedObservation } from "../types.js";
+import { nestedValue, splitResource, type EvalContext } from "./context.js";
+import { RuleCompileError } from "./errors.js";
+
+/** A `${...}` value, compiled once; evaluating it reads the context and allocates nothing. */
+export type ValueFn = (ctx: EvalContext) => unknown;
+
+/**
+ * `jit` turns the mathjs AST into a JavaScript function (the default);
+ * `mathjs` evaluates the mathjs-compiled expression with a scope per call
+ * (kept to measure the difference, see bench/engine).
+ */
+export type ExpressionMode = "jit" | "mathjs";
+
+const TEMPLATE = /\$\{([^}]*)\}/g;
+const WHOLE = /^\s*\$\{([^}]*)\}\s*$/;
+
+export function isExpression(value: unknown): value is string {
+  return typeof value === "string" && value.includes("${");
+}
+
+/**
+ * Compiles a rule value holding `${...}`. A value that is one `${expr}` gives
+ * the expression's value (a number from arithmetic, or the raw value of a
+ * plain reference); text around `${...}` gives a string.
+ */
+export function compileValueExpression(value: string, property: string, mode: ExpressionMode = "jit"): ValueFn {
+  const whole = WHOLE.exec(value);
+  if (whole) return compileOne(whole[1]!, property, mode);
+  const parts: (string | ValueFn)[] = [];
+  let last = 0;
+  for (const m of value.matchAll(TEMPLATE)) {
+    if (m.index > last) parts.push(value.slice(last, m.index));
+    parts.push(compileOne(m[1]!, property, mode));
+    last = m.index + m[0].length;
+  }
+  if (last < value.length) parts.push(value.slice(last));
+  return (ctx) => {
+    let s = "";
+    for (const p of parts) s += typeof p === "string" ? p : String(p(ctx) ?? "");
+    return s;
+  };
+}
+
+const FUNCTIONS = new Set([
+  "abs",
+  "ceil",
+  "floor",
+  "round",
+  "sqrt",
+  "cbrt",
+  "min",
+  "max",
+  "pow",
+  "exp",
+  "log",
+  "log10",
+  "log2",
+  "sign",
+  "sin",
+  "cos",
+  "tan",
+  "atan2",
+]);
+const BINARY: Record<string, string> = {
+  add: "+",
+  subtract: "-",
+  multiply: "*",
+  divide: "/",
+  mod: "%",
+  larger: ">",
+  largerEq: ">=",
+  smaller: "<",
+  smallerEq: "<=",
+  equal: "===",
+  unequal: "!==",
+  and: "&&",
+  or: "||",
+};
+
+/** Reads the numeric value of a resource: anything else is NaN, so arithmetic never concatenates strings. */
+const num = (v: unknown): number => (typeof v === "number" ? v : NaN);
+
+interface Ref {
+  scope: "thing" | "observation";
+  resource: string;
+}
+
+function compileOne(source: string, property: string, mode: ExpressionMode): ValueFn {
+  let root: MathNode;
+  try {
+    root = parse(source);
+  } catch (err) {
+    throw new RuleCompileError(property, `cannot parse \${${source}}: ${(err as Error).message}`);
+  }
+  // Restriction first, whatever the mode: only arithmetic over references, constants and plain functions.
+  const code = generate(root, property, true);
+  if (mode === "mathjs") return viaMathjs(root, source);
+  // The generated text holds only operators, numbers, quoted names and Math.* calls (see generate).
+  const factory = new Function("num", "nested", `return function value(ctx) { return ${code}; };`) as (
+    n: typeof num,
+    nv: typeof nestedValue,
+  ) => ValueFn;
+  return factory(num, nestedValue);
+}
+
+function generate(node: MathNode, property: string, top: boolean): string {
+  const bad = (why: string): never => {
+    throw new RuleCompileError(property, why);
+  };
+  switch (node.type) {
+    case "ConstantNode": {
+      const v = (node as unknown as { value: unknown }).value;
+      if (typeof v === "number" || typeof v === "string" || typeof v === "boolean") return JSON.stringify(v);
+      return bad("unsupported constant");
+    }
+    case "ParenthesisNode":
+      return `(${generate((node as unknown as { content: MathNode }).content, property, top)})`;
+    case "SymbolNode":
+    case "AccessorNode": {
+      const ref = reference(node, property);
+      const read = readCode(ref);
+      return top ? read : `num(${read})`;
+    }
+    case "OperatorNode": {
+      const op = node as unknown as { fn: string; args: MathNode[] };
+      const args = op.args.map((a) => generate(a, property, false));
+      if (op.fn === "unaryMinus") return `(-${args[0]})`;
+      if (op.fn === "unaryPlus") return `(+${args[0]})`;
+      if (op.fn === "not") return `(!${args[0]})`;
+      if (op.fn === "pow") return `Math.pow(${args[0]}, ${args[1]})`;
+      const js = BINARY[op.fn];
+      if (!js || args.length !== 2) return bad(`operator ${op.fn} is not allowed`);
+      return `(${args[0]} ${js} ${args[1]})`;
+    }
+    case "ConditionalNode": {
+      const c = node as unknown as { condition: MathNode; trueExpr: MathNode; falseExpr: MathNode };
+      return `(${generate(c.condition, property, false)} ? ${generate(c.trueExpr, property, false)} : ${generate(c.falseExpr, property, false)})`;
+    }
+    case "FunctionNode": {
+      const f = node as unknown as { fn: MathNode; args: MathNode[] };
+      const name = f.fn.type === "SymbolNode" ? (f.fn as unknown as { name: string }).name : "";
+      if (!FUNCTIONS.has(name)) return bad(`function ${name || "?"} is not allowed`);
+      const args = f.args.map((a) => generate(a, property, false));
+      if (name === "round" && args.length === 2)
+        return `(Math.round(${args[0]} * 10 ** ${args[1]}) / 10 ** ${args[1]})`;
+      return `Math.${name}(${args.join(", ")})`;
+    }
+    default:
+      // Assignments, function definitions, blocks, matrices, objects, ranges: none belong in a rule value.
+      return bad(`${node.type} is not allowed in a rule expression`);
+  }
+}
+
+/** `thing.state.<resource>` or `observation.<resource>` (also `observation.state.<resource>`). */
+function reference(node: MathNode, property: string): Ref {
+  const path: string[] = [];
+  let n: MathNode = node;
+  while (n.type === "AccessorNode") {
+    const acc = n as unknown as { object: MathNode; index: { dimensions: MathNode[] } };
+    const dims = acc.index.dimensions;
+    const dim = dims.length === 1 ? (dims[0] as unknown as { type: string; value: unknown }) : undefined;
+    if (!dim || dim.type !== "ConstantNode" || typeof dim.value !== "string") {
+      throw new RuleCompileError(property, "only thing.state.<name> and observation.<name> may be referenced");
+    }
+    path.unshift(dim.value);
+    n = acc.object;
+  }
+  if (n.type !== "SymbolNode") throw new RuleCompileError(property, "unsupported reference");
+  path.unshift((n as unknown as { name: string }).name);
+  if (path[0] === "thing" && path[1] === "state" && path.length >= 3) {
+    return { scope: "thing", resource: path.slice(2).join(".") };
+  }
+  if (path[0] === "observation" && path.length >= 2) {
+    const rest = path[1] === "state" && path.length >= 3 ? path.slice(2) : path.slice(1);
+    return { scope: "observation", resource: rest.join(".") };
+  }
+  throw new RuleCompileError(
+    property,
+    `unknown reference ${path.join(".")}: use thing.state.<name> or observation.<name>`,
+  );
+}
+
+function readCode(ref: Ref): string {
+  const { type, name } = splitResource(ref.resource);
+  const [state, nested] = ref.scope === "thing" ? ["ctx.ts", "ctx.tn"] : ["ctx.os", "ctx.on"];
+  return type === undefined
+    ? `${state}[${JSON.stringify(name)}]`
+    : `nested(${nested}, ${JSON.stringify(type)}, ${JSON.stringify(name)})`;
+}
+
+/** Evaluates with mathjs itself: one scope object per call, as a naive engine would. */
+function viaMathjs(root: MathNode, source: string): ValueFn {
+  const compiled = mathCompile(root.toString());
+  void source;
+  return (ctx) => {
+    const observation: Record<string, unknown> = { ...ctx.os, state: ctx.os };
+    nestScope(observation, ctx.on);
+    const thingState: Record<string, unknown> = { ...ctx.ts };
+    nestScope(thingState, ctx.tn);
+    try {
+      return compiled.evaluate({ thing: { state: thingState }, observation });
+    } catch {
+      return NaN;
+    }
+  };
+}
+
+function nestScope(target: Record<string, unknown>, nested: readonly NestedObservation[] | undefined): void {
+  for (const n of nested ?? []) {
+    const type = n.type ?? "untyped";
+    const slot = (target[type] ??= {}) as Record<string, unknown>;
+    for (const [k, v] of Object.entries(n.state)) if (slot[k] === undefined) slot[k] = v;
+  }
+}

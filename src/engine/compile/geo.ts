@@ -1,0 +1,168 @@
+import { booleanPointInPolygon } from "@turf/boolean-point-in-polygon";
+import { distance } from "@turf/distance";
+import { polygon as turfPolygon } from "@turf/helpers";
+import type { Poi } from "../../rules/index.js";
+import { RuleCompileError } from "./errors.js";
+
+/** `[lon, lat]`, the GeoJSON order turf works in. */
+export type LonLat = [number, number];
+
+const GEOHASH = "0123456789bcdefghjkmnpqrstuvwxyz";
+const LAT_LON = /^\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*,\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$/;
+const WKT_POINT = /^\s*POINT\s*\(\s*(-?[\d.eE+-]+)\s+(-?[\d.eE+-]+)\s*\)\s*$/i;
+
+/**
+ * Reads every Elasticsearch geo_point form into `out` without allocating:
+ * `"lat,lon"`, a geohash, WKT `POINT (lon lat)`, `{lat, lon}` and `[lon, lat]`.
+ * Returns false when `value` is none of them or out of range.
+ */
+export function readGeoPoint(value: unknown, out: LonLat): boolean {
+  let lat: number;
+  let lon: number;
+  if (typeof value === "string") {
+    const comma = value.indexOf(",");
+    if (comma > 0) {
+      // The common form first, without a regular expression.
+      lat = Number(value.slice(0, comma));
+      lon = Number(value.slice(comma + 1));
+      if (value.trim() !== value || Number.isNaN(lat) || Number.isNaN(lon)) {
+        const m = LAT_LON.exec(value);
+        if (!m) return false;
+        lat = Number(m[1]);
+        lon = Number(m[2]);
+      }
+    } else {
+      const wkt = WKT_POINT.exec(value);
+      if (wkt) {
+        lon = Number(wkt[1]);
+        lat = Number(wkt[2]);
+      } else if (!decodeGeohash(value, out)) return false;
+      else return true;
+    }
+  } else if (Array.isArray(value)) {
+    if (value.length < 2 || value.length > 3) return false;
+    lon = value[0] as number;
+    lat = value[1] as number;
+    if (typeof lon !== "number" || typeof lat !== "number") return false;
+  } else if (value !== null && typeof value === "object") {
+    const o = value as { lat?: unknown; lon?: unknown };
+    lat = typeof o.lat === "string" ? Number(o.lat) : (o.lat as number);
+    lon = typeof o.lon === "string" ? Number(o.lon) : (o.lon as number);
+    if (typeof lat !== "number" || typeof lon !== "number") return false;
+  } else return false;
+  if (!(lat >= -90 && lat <= 90 && lon >= -180 && lon <= 180)) return false;
+  out[0] = lon;
+  out[1] = lat;
+  return true;
+}
+
+/** The centre of a geohash cell, as Elasticsearch reads a geohash geo_point. */
+function decodeGeohash(hash: string, out: LonLat): boolean {
+  if (hash.length === 0 || hash.length > 12) return false;
+  let latMin = -90;
+  let latMax = 90;
+  let lonMin = -180;
+  let lonMax = 180;
+  let even = true;
+  for (const ch of hash.toLowerCase()) {
+    const bits = GEOHASH.indexOf(ch);
+    if (bits < 0) return false;
+    for (let b = 4; b >= 0; b--) {
+      const bit = (bits >> b) & 1;
+      if (even) {
+        const mid = (lonMin + lonMax) / 2;
+        if (bit) lonMin = mid;
+        else lonMax = mid;
+      } else {
+        const mid = (latMin + latMax) / 2;
+        if (bit) latMin = mid;
+        else latMax = mid;
+      }
+      even = !even;
+    }
+  }
+  out[0] = (lonMin + lonMax) / 2;
+  out[1] = (latMin + latMax) / 2;
+  return true;
+}
+
+/** A point test prepared once: a bounding box first, the exact test only inside it. */
+export type PointTest = (p: LonLat) => boolean;
+
+export const MAX_POLYGON_POINTS = 25;
+
+/** `inside`/`outside` polygons: `[[lon, lat], ...]`, 3 to 25 points; the ring is closed if it is not. */
+export function compilePolygon(value: unknown, property: string): PointTest {
+  if (!Array.isArray(value)) throw new RuleCompileError(property, "a polygon is an array of [lon, lat] points");
+  if (value.length < 3 || value.length > MAX_POLYGON_POINTS) {
+    throw new RuleCompileError(property, `a polygon has 3 to ${MAX_POLYGON_POINTS} points`);
+  }
+  const ring: LonLat[] = value.map((p: unknown) => {
+    if (!Array.isArray(p) || p.length !== 2 || !p.every((n) => typeof n === "number" && Number.isFinite(n))) {
+      throw new RuleCompileError(property, "each point is a pair of numbers [lon, lat]");
+    }
+    const [lon, lat] = p as LonLat;
+    if (lon < -180 || lon > 180 || lat < -90 || lat > 90) {
+      throw new RuleCompileError(property, "points are [lon, lat] within [-180, 180] and [-90, 90]");
+    }
+    return [lon, lat];
+  });
+  const first = ring[0]!;
+  const last = ring[ring.length - 1]!;
+  if (first[0] !== last[0] || first[1] !== last[1]) ring.push([first[0], first[1]]);
+  if (ring.length < 4) throw new RuleCompileError(property, "a polygon needs 3 distinct points");
+  let minLon = Infinity;
+  let minLat = Infinity;
+  let maxLon = -Infinity;
+  let maxLat = -Infinity;
+  for (const [lon, lat] of ring) {
+    if (lon < minLon) minLon = lon;
+    if (lon > maxLon) maxLon = lon;
+    if (lat < minLat) minLat = lat;
+    if (lat > maxLat) maxLat = lat;
+  }
+  const feature = turfPolygon([ring]);
+  return (p) =>
+    p[0] >= minLon &&
+    p[0] <= maxLon &&
+    p[1] >= minLat &&
+    p[1] <= maxLat &&
+    // A point on the boundary counts as inside (ignoreBoundary false).
+    booleanPointInPolygon(p, feature);
+}
+
+const METRES_PER_DEGREE_LAT = 111_320;
+/** Tolerance at the radius: a point at exactly `radius` is inside, floating point aside. */
+const RADIUS_EPSILON_M = 1e-3;
+
+/** `insidePoi`/`outsidePoi` circles: `{center: {lat, lon}, radius}` in metres, distance on the sphere (turf). */
+export function compilePoi(value: unknown, property: string): PointTest {
+  const poi = value as Partial<Poi> | null;
+  if (poi === null || typeof poi !== "object" || typeof poi.center !== "object" || poi.center === null) {
+    throw new RuleCompileError(property, "a POI is {center: {lat, lon}, radius}");
+  }
+  const lat = Number(poi.center.lat);
+  const lon = Number(poi.center.lon);
+  const radius = Number(poi.radius);
+  if (!(lat >= -90 && lat <= 90) || !(lon >= -180 && lon <= 180)) {
+    throw new RuleCompileError(property, "center.lat and center.lon must be a valid position");
+  }
+  if (!(radius > 0) || !Number.isFinite(radius))
+    throw new RuleCompileError(property, "radius is a positive number of metres");
+  const center: LonLat = [lon, lat];
+  // A box a little larger than the circle; near the poles it spans every longitude.
+  const dLat = (radius / METRES_PER_DEGREE_LAT) * 1.01 + 1e-9;
+  const cos = Math.cos((lat * Math.PI) / 180);
+  const dLon = cos > 0.01 ? dLat / cos : 360;
+  const minLat = lat - dLat;
+  const maxLat = lat + dLat;
+  const minLon = lon - dLon;
+  const maxLon = lon + dLon;
+  const limit = radius + RADIUS_EPSILON_M;
+  return (p) =>
+    p[1] >= minLat &&
+    p[1] <= maxLat &&
+    p[0] >= minLon &&
+    p[0] <= maxLon &&
+    distance(center, p, { units: "meters" }) <= limit;
+}

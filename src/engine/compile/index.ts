@@ -1,0 +1,6 @@
+export { compileRule, compileExpression, type CompiledRule, type CompileOptions, type Test } from "./rule.js";
+export { RuleSet } from "./ruleset.js";
+export { EvalContext, UNTYPED, splitResource } from "./context.js";
+export { RuleCompileError } from "./errors.js";
+export { readGeoPoint, type LonLat } from "./geo.js";
+export type { ExpressionMode } from "./expression.js";

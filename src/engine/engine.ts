@@ -1,0 +1,589 @@
+import { randomUUID } from "node:crypto";
+import type { ActionSink, RulePayload, TriggeredAction } from "../actions/index.js";
+import type { StoredObservationInput } from "../observations/index.js";
+import type { Rule } from "../rules/index.js";
+import {
+  compileRule,
+  EvalContext,
+  readGeoPoint,
+  RuleSet,
+  UNTYPED,
+  type CompiledRule,
+  type CompileOptions,
+} from "./compile/index.js";
+import { MAX_DEAD_LETTER_PAYLOAD, type DeadLetter, type DeadLetterReason } from "./dead-letters.js";
+import type { StateStore, ThingState, ThresholdState } from "./state.js";
+import type { ThingInfo, ThingResolver } from "./things.js";
+import type { NestedObservation, RawObservation } from "./types.js";
+
+export interface EngineOptions {
+  resolveThing: ThingResolver;
+  state: StateStore;
+  sink: ActionSink;
+  /** Where accepted observations are written, one transaction per batch. */
+  observations?: { insertBatch(inputs: readonly StoredObservationInput[]): void } | undefined;
+  deadLetters?: { insertBatch(letters: readonly DeadLetter[]): void } | undefined;
+  clock?: () => number;
+  compile?: CompileOptions;
+  /** Decodes a message in the Confluent wire format (magic byte 0, schema id) through the schema registry. */
+  decodeWire?: ((value: Buffer) => Promise<unknown>) | undefined;
+  /** Counters of the batch, for /metrics. */
+  onBatch?: (result: BatchResult, deadLetters: readonly DeadLetter[]) => void;
+}
+
+export interface Rejected {
+  /** Position of the item in the batch. */
+  index: number;
+  reason: DeadLetterReason;
+  message: string;
+}
+
+export interface BatchResult {
+  accepted: number;
+  rejected: Rejected[];
+  triggered: number;
+  /** Rules tested in total, for the benchmark's ns per applicable rule. */
+  skipped: number;
+}
+
+/** The in-memory side of one batch, before anything is written or handed over. */
+export interface BatchWork extends BatchResult {
+  actions: TriggeredAction[];
+  stored: StoredObservationInput[];
+  deadLetters: DeadLetter[];
+}
+
+interface TypeRules {
+  general: RuleSet;
+  byThing: Map<string, RuleSet>;
+}
+
+/** A thing the engine has seen: what it is, its state and its thresholds, all mutated in place. */
+interface Runtime {
+  info: ThingInfo;
+  state: ThingState;
+  thresholds: Map<string, ThresholdState>;
+  hasPos: boolean;
+  lon: number;
+  lat: number;
+}
+
+/**
+ * The loop that joins sources, compiled rules and state: decode, check,
+ * evaluate only the rules indexed for the thing, count thresholds, merge
+ * state; then store the batch, hand its actions to the sink and make the
+ * state durable, in that order, before the source may commit.
+ */
+export class RuleEngine {
+  private readonly rules = new Map<string, CompiledRule>();
+  private readonly types = new Map<string, TypeRules>();
+  private readonly runtimes = new Map<string, Runtime>();
+  private readonly unknown = new Set<string>();
+  private readonly ctx = new EvalContext();
+  private readonly matched: CompiledRule[] = [];
+  private readonly fired: CompiledRule[] = [];
+  private readonly clock: () => number;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly options: EngineOptions) {
+    this.clock = options.clock ?? Date.now;
+  }
+
+  // ---- rules ----
+
+  /** Replaces every rule (start-up). Throws nothing: a rule that does not compile is skipped and returned. */
+  load(rules: readonly Rule[]): { id: string; error: string }[] {
+    const errors: { id: string; error: string }[] = [];
+    this.rules.clear();
+    for (const rule of rules) {
+      if (!rule.enabled) continue;
+      try {
+        this.rules.set(rule.id, compileRule(rule, this.options.compile));
+      } catch (err) {
+        errors.push({ id: rule.id, error: (err as Error).message });
+      }
+    }
+    this.types.clear();
+    for (const type of new Set([...this.rules.values()].map((r) => r.thingType))) this.rebuild(type);
+    return errors;
+  }
+
+  /**
+   * A rule created, updated, disabled (`enabled` false) or removed (null).
+   * Takes effect for the next observation; the thresholds of a rule whose
+   * conditions changed start over, every other rule keeps its state.
+   */
+  apply(id: string, rule: Rule | null): void {
+    const before = this.rules.get(id);
+    const compiled = rule && rule.enabled ? compileRule(rule, this.options.compile) : undefined;
+    if (compiled) this.rules.set(id, compiled);
+    else this.rules.delete(id);
+    if (!rule || !before || conditions(before.rule) !== conditions(rule)) this.dropThresholds(id);
+    if (before) this.rebuild(before.thingType);
+    if (compiled && compiled.thingType !== before?.thingType) this.rebuild(compiled.thingType);
+  }
+
+  get ruleCount(): number {
+    return this.rules.size;
+  }
+
+  private dropThresholds(id: string): void {
+    this.options.state.dropRule(id);
+    for (const rt of this.runtimes.values()) rt.thresholds.delete(id);
+  }
+
+  private rebuild(thingType: string): void {
+    const rules = [...this.rules.values()].filter((r) => r.thingType === thingType);
+    if (rules.length === 0) {
+      this.types.delete(thingType);
+      return;
+    }
+    const byThingLists = new Map<string, CompiledRule[]>();
+    for (const r of rules) {
+      for (const name of r.thingNames ?? []) {
+        const list = byThingLists.get(name);
+        if (list) list.push(r);
+        else byThingLists.set(name, [r]);
+      }
+    }
+    this.types.set(thingType, {
+      general: new RuleSet(rules.filter((r) => r.thingNames === undefined)),
+      byThing: new Map([...byThingLists].map(([name, list]) => [name, new RuleSet(list)])),
+    });
+  }
+
+  /** A thing, its type or a domain changed in the registry: resolve it again on its next observation. */
+  forgetThing(thingName?: string): void {
+    if (thingName === undefined) {
+      this.runtimes.clear();
+      this.unknown.clear();
+    } else {
+      this.runtimes.delete(thingName);
+      this.unknown.delete(thingName);
+    }
+  }
+
+  // ---- observations ----
+
+  /**
+   * Evaluates a batch and resolves once it is stored, its actions are in the
+   * sink and the state is durable: only then may a source commit. Batches
+   * run one after the other, so state never gets ahead of handed-over actions.
+   */
+  handle(batch: readonly RawObservation[]): Promise<BatchResult> {
+    const run = this.queue.then(() => this.run(batch));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async run(batch: readonly RawObservation[]): Promise<BatchResult> {
+    const input = this.options.decodeWire ? await this.decodeWire(batch) : batch;
+    const work = this.process(input);
+    this.options.observations?.insertBatch(work.stored);
+    this.options.deadLetters?.insertBatch(work.deadLetters);
+    if (work.actions.length > 0) await this.options.sink.accept(work.actions);
+    await this.options.state.flush();
+    const result: BatchResult = {
+      accepted: work.accepted,
+      rejected: work.rejected,
+      triggered: work.triggered,
+      skipped: work.skipped,
+    };
+    this.options.onBatch?.(result, work.deadLetters);
+    return result;
+  }
+
+  private async decodeWire(batch: readonly RawObservation[]): Promise<RawObservation[]> {
+    const decode = this.options.decodeWire!;
+    return Promise.all(
+      batch.map(async (raw) => {
+        const v = raw.value;
+        if (!(v instanceof Uint8Array) || v.length < 5 || v[0] !== 0) return raw;
+        try {
+          return { ...raw, value: { decoded: await decode(Buffer.from(v.buffer, v.byteOffset, v.length)) } };
+        } catch (err) {
+          return { ...raw, value: { undecodable: (err as Error).message } };
+        }
+      }),
+    );
+  }
+
+  /**
+   * The synchronous heart: decode, check, evaluate, count and merge state for
+   * a whole batch. Writes nothing; `handle` does that. Public for the
+   * benchmark, which measures exactly this.
+   */
+  process(batch: readonly RawObservation[]): BatchWork {
+    const work: BatchWork = {
+      accepted: 0,
+      rejected: [],
+      triggered: 0,
+      skipped: 0,
+      actions: [],
+      stored: [],
+      deadLetters: [],
+    };
+    const now = this.clock();
+    for (let i = 0; i < batch.length; i++) this.one(batch[i]!, i, now, work);
+    return work;
+  }
+
+  private one(raw: RawObservation, index: number, now: number, work: BatchWork): void {
+    // One try per observation (never per rule): bytes that are not JSON are a dead letter.
+    let doc: unknown;
+    const v = raw.value;
+    if (v instanceof Uint8Array || typeof v === "string") {
+      try {
+        doc = JSON.parse(typeof v === "string" ? v : Buffer.from(v.buffer, v.byteOffset, v.length).toString("utf8"));
+      } catch {
+        return this.reject(raw, index, "not-json", "the message is not JSON", now, work);
+      }
+    } else {
+      doc = v;
+      const wire = v as { decoded?: unknown; undecodable?: string };
+      if (wire.undecodable !== undefined) {
+        return this.reject(raw, index, "undecodable", `schema registry: ${wire.undecodable}`, now, work);
+      }
+      if (wire.decoded !== undefined && Object.keys(v).length === 1) doc = wire.decoded;
+    }
+    if (doc === null || typeof doc !== "object" || Array.isArray(doc)) {
+      return this.reject(raw, index, "invalid-observation", "an observation is a JSON object", now, work);
+    }
+    const o = doc as { thingName?: unknown; timestamp?: unknown; state?: unknown; nested?: unknown };
+    const thingName = typeof o.thingName === "string" && o.thingName !== "" ? o.thingName : raw.key;
+    if (typeof thingName !== "string" || thingName === "") {
+      return this.reject(raw, index, "missing-thing-name", "thingName is required", now, work);
+    }
+    const rt = this.runtime(thingName);
+    if (rt === undefined) {
+      return this.reject(raw, index, "unknown-thing", `thing ${thingName} is not known`, now, work, thingName);
+    }
+    const info = rt.info;
+    const domain = info.domain;
+    const timestamp = readTimestamp(o.timestamp);
+    if (timestamp < 0) {
+      const reason = o.timestamp === undefined || o.timestamp === null ? "missing-timestamp" : "bad-timestamp";
+      return this.reject(
+        raw,
+        index,
+        reason,
+        "timestamp is epoch milliseconds or ISO 8601",
+        now,
+        work,
+        thingName,
+        domain,
+      );
+    }
+    const state = o.state === undefined ? {} : o.state;
+    if (state === null || typeof state !== "object" || Array.isArray(state)) {
+      return this.reject(raw, index, "invalid-observation", "state is an object", now, work, thingName, domain);
+    }
+    const nested = o.nested;
+    if (nested !== undefined && !validNested(nested)) {
+      return this.reject(
+        raw,
+        index,
+        "invalid-observation",
+        "nested is an array of {type?, id?, state}",
+        now,
+        work,
+        thingName,
+        domain,
+      );
+    }
+    const os = state as Record<string, unknown>;
+    const ctx = this.ctx;
+    const latlng = os.latlng;
+    ctx.hasCur = latlng !== undefined && latlng !== null && readGeoPoint(latlng, ctx.cur);
+    const wrong = wrongType(os, info.checks, latlng !== undefined && latlng !== null && !ctx.hasCur);
+    if (wrong !== undefined) {
+      return this.reject(
+        raw,
+        index,
+        "wrong-type",
+        `state.${wrong} has the wrong type`,
+        now,
+        work,
+        thingName,
+        info.domain,
+      );
+    }
+
+    const pos = raw.position;
+    const st = rt.state;
+    const id = observationId(raw);
+    if (pos.offset !== undefined && pos.partition !== undefined) {
+      // A replay of what the state already holds (crash after flush, before commit): store it, do not count it again.
+      const src = pos.partition === 0 ? pos.source : `${pos.source}:${pos.partition}`;
+      const offset = Number(pos.offset);
+      if (st.lastSource === src && st.lastOffset !== undefined && offset <= st.lastOffset) {
+        work.accepted++;
+        work.stored.push(stored(id, info, thingName, timestamp, os, nested as NestedObservation[] | undefined));
+        return;
+      }
+      st.lastSource = src;
+      st.lastOffset = offset;
+    }
+
+    ctx.os = os;
+    ctx.on = nested as NestedObservation[] | undefined;
+    ctx.ts = st.state;
+    ctx.tn = st.nested;
+    ctx.hasPrev = rt.hasPos;
+    ctx.prev[0] = rt.lon;
+    ctx.prev[1] = rt.lat;
+    const seq = (st.seq ?? 0) + 1;
+    st.seq = seq;
+
+    let fired = 0;
+    const typeRules = this.types.get(info.thingType);
+    if (typeRules !== undefined) {
+      fired = this.evaluate(typeRules.general, rt, seq, now, fired);
+      const own = typeRules.byThing.size === 0 ? undefined : typeRules.byThing.get(thingName);
+      if (own !== undefined) fired = this.evaluate(own, rt, seq, now, fired);
+    }
+
+    // Merge after evaluating: expressions saw the state before this observation.
+    const ts = st.state;
+    for (const k in os) ts[k] = os[k];
+    if (nested !== undefined) st.nested = mergeNested(st.nested, nested as NestedObservation[]);
+    st.timestamp = timestamp;
+    if (ctx.hasCur) {
+      rt.hasPos = true;
+      rt.lon = ctx.cur[0];
+      rt.lat = ctx.cur[1];
+    }
+    this.options.state.setThing(st);
+    work.accepted++;
+    work.stored.push(stored(id, info, thingName, timestamp, os, nested as NestedObservation[] | undefined));
+    if (fired > 0) this.trigger(fired, rt, id, timestamp, os, nested as NestedObservation[] | undefined, now, work);
+  }
+
+  private evaluate(set: RuleSet, rt: Runtime, seq: number, now: number, fired: number): number {
+    const matched = this.matched;
+    const n = set.matches(this.ctx, matched);
+    const domains = rt.info.domains;
+    for (let i = 0; i < n; i++) {
+      const rule = matched[i]!;
+      if (!domains.has(rule.domain)) continue;
+      let th = rt.thresholds.get(rule.id);
+      if (th === undefined) {
+        th = this.options.state.threshold(rule.id, rt.info.thingName) ?? { count: 0, lastFiredAt: 0, lastSeq: -1 };
+        rt.thresholds.set(rule.id, th);
+      }
+      // Consecutive: the previous observation of this thing matched too; anything else started over.
+      th.count = th.lastSeq === seq - 1 ? th.count + 1 : 1;
+      th.lastSeq = seq;
+      if (th.count >= rule.count && (th.lastFiredAt === 0 || now - th.lastFiredAt >= rule.intervalMs)) {
+        th.count = 0;
+        th.lastFiredAt = now;
+        this.fired[fired++] = rule;
+      }
+      this.options.state.setThreshold(rule.id, rt.info.thingName, th);
+    }
+    return fired;
+  }
+
+  private trigger(
+    fired: number,
+    rt: Runtime,
+    observationId: string,
+    timestamp: number,
+    os: Record<string, unknown>,
+    nested: NestedObservation[] | undefined,
+    now: number,
+    work: BatchWork,
+  ): void {
+    const { info } = rt;
+    const thingState = { ...rt.state.state };
+    const observation: RulePayload["observation"] = { id: observationId, timestamp, state: os };
+    if (nested) observation.nested = nested;
+    for (let f = 0; f < fired; f++) {
+      const rule = this.fired[f]!.rule;
+      const payload: RulePayload = {
+        rule: { id: rule.id, name: rule.name, domain: rule.filter.domain },
+        thing: { thingName: info.thingName, thingType: info.thingType, domain: info.domain, state: thingState },
+        observation,
+        timestamp: now,
+        isoTimestamp: new Date(now).toISOString(),
+      };
+      if (rule.category !== undefined) payload.rule.category = rule.category;
+      rule.actions.forEach((action, i) => {
+        work.actions.push({
+          idempotencyKey: `${rule.id}:${info.thingName}:${observationId}:${i}`,
+          ruleId: rule.id,
+          thingName: info.thingName,
+          type: action.type,
+          config: action.config,
+          payload,
+        });
+      });
+      work.triggered++;
+    }
+  }
+
+  private runtime(thingName: string): Runtime | undefined {
+    const known = this.runtimes.get(thingName);
+    if (known !== undefined) return known;
+    if (this.unknown.has(thingName)) return undefined;
+    const info = this.options.resolveThing(thingName);
+    if (info === undefined) {
+      this.unknown.add(thingName);
+      return undefined;
+    }
+    const state = this.options.state.thing(thingName) ?? { thingName, timestamp: 0, state: {}, seq: 0 };
+    const rt: Runtime = { info, state, thresholds: new Map(), hasPos: false, lon: 0, lat: 0 };
+    const prev: [number, number] = [0, 0];
+    if (state.state.latlng !== undefined && readGeoPoint(state.state.latlng, prev)) {
+      rt.hasPos = true;
+      rt.lon = prev[0];
+      rt.lat = prev[1];
+    }
+    this.runtimes.set(thingName, rt);
+    return rt;
+  }
+
+  private reject(
+    raw: RawObservation,
+    index: number,
+    reason: DeadLetterReason,
+    message: string,
+    now: number,
+    work: BatchWork,
+    thingName?: string,
+    domain?: string,
+  ): void {
+    work.rejected.push({ index, reason, message });
+    work.deadLetters.push({
+      source: raw.position.source,
+      partition: raw.position.partition,
+      offset: raw.position.offset,
+      thingName,
+      domain,
+      reason,
+      message,
+      payload: payloadText(raw.value),
+      createdAt: now,
+    });
+  }
+
+  /** The thing's last known state (for the rules dry-run and tests). */
+  thingState(thingName: string): ThingState | undefined {
+    return this.runtimes.get(thingName)?.state ?? this.options.state.thing(thingName);
+  }
+}
+
+/** What a change must touch to restart a rule's thresholds: its conditions, not its name or actions. */
+function conditions(rule: Rule): string {
+  return JSON.stringify([rule.filter, rule.expression, rule.threshold]);
+}
+
+/** Epoch milliseconds, or -1 when absent or unreadable. */
+function readTimestamp(value: unknown): number {
+  if (typeof value === "number") return Number.isFinite(value) && value >= 0 ? value : -1;
+  if (typeof value === "string" && value !== "") {
+    // ISO 8601 with a date part; a bare number in a string is accepted as epoch ms.
+    if (/^\d+$/.test(value)) return Number(value);
+    const t = Date.parse(value);
+    return Number.isNaN(t) || !/^\d{4}-\d{2}-\d{2}/.test(value) ? -1 : t;
+  }
+  return -1;
+}
+
+function validNested(value: unknown): boolean {
+  if (!Array.isArray(value)) return false;
+  for (const n of value as unknown[]) {
+    if (n === null || typeof n !== "object") return false;
+    const { type, id, state } = n as { type?: unknown; id?: unknown; state?: unknown };
+    if (type !== undefined && typeof type !== "string") return false;
+    if (id !== undefined && typeof id !== "string") return false;
+    if (state === null || typeof state !== "object" || Array.isArray(state)) return false;
+  }
+  return true;
+}
+
+/** The first resource whose value does not fit the thing type's declaration. */
+function wrongType(
+  state: Record<string, unknown>,
+  checks: ReadonlyMap<string, (value: unknown) => boolean>,
+  badPosition: boolean,
+): string | undefined {
+  if (badPosition) return "latlng";
+  if (checks.size === 0) return undefined;
+  for (const k in state) {
+    if (k === "latlng") continue;
+    const check = checks.get(k);
+    if (check !== undefined && !check(state[k])) return k;
+  }
+  return undefined;
+}
+
+/**
+ * Nested state by (type, id). An item with a type and no id applies to every
+ * nested object of that type (SET_RESOURCE on `<type>.<resource>` relies on it).
+ */
+export function mergeNested(
+  current: NestedObservation[] | undefined,
+  incoming: readonly NestedObservation[],
+): NestedObservation[] {
+  const list = current ?? [];
+  for (const n of incoming) {
+    const type = n.type ?? UNTYPED;
+    let found = false;
+    for (const c of list) {
+      if ((c.type ?? UNTYPED) !== type) continue;
+      if (n.id === undefined || c.id === n.id) {
+        Object.assign(c.state, n.state);
+        found = true;
+      }
+    }
+    if (!found) {
+      const copy: NestedObservation = { state: { ...n.state } };
+      if (n.type !== undefined) copy.type = n.type;
+      if (n.id !== undefined) copy.id = n.id;
+      list.push(copy);
+    }
+  }
+  return list;
+}
+
+/** `kafka:<topic>:<partition>:<offset>` for Kafka (the same on replay); a generated one otherwise. */
+export function observationId(raw: RawObservation): string {
+  const { source, partition, offset } = raw.position;
+  if (offset === undefined) return `${source}:${randomUUID()}`;
+  return partition === undefined ? `${source}:${offset}` : `${source}:${partition}:${offset}`;
+}
+
+function stored(
+  id: string,
+  info: ThingInfo,
+  thingName: string,
+  timestamp: number,
+  state: Record<string, unknown>,
+  nested: NestedObservation[] | undefined,
+): StoredObservationInput {
+  const document: StoredObservationInput["document"] = {
+    thingName,
+    thingType: info.thingType,
+    domain: info.domain,
+    timestamp,
+    state,
+  };
+  if (nested !== undefined) document.nested = nested;
+  return { sourceKey: id, document };
+}
+
+function payloadText(value: RawObservation["value"]): string | undefined {
+  let text: string;
+  if (typeof value === "string") text = value;
+  else if (value instanceof Uint8Array)
+    text = Buffer.from(value.buffer, value.byteOffset, value.length).toString("utf8");
+  else {
+    try {
+      text = JSON.stringify(value);
+    } catch {
+      return undefined;
+    }
+  }
+  return text.length > MAX_DEAD_LETTER_PAYLOAD ? text.slice(0, MAX_DEAD_LETTER_PAYLOAD) : text;
+}

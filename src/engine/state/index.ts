@@ -1,0 +1,2 @@
+export { MemoryStateStore } from "./memory.js";
+export { SqliteStateStore, stateMigrations } from "./sqlite.js";

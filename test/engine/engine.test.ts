@@ -1,0 +1,338 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { ActionSink, TriggeredAction } from "../../src/actions/index.js";
+import {
+  engineMigrations,
+  MemoryStateStore,
+  resourceChecks,
+  RuleEngine,
+  SqliteStateStore,
+  type RawObservation,
+  type StateStore,
+  type ThingInfo,
+} from "../../src/engine/index.js";
+import type { ExpressionItem, Rule } from "../../src/rules/index.js";
+import { openDatabase, type Db } from "../../src/store/index.js";
+
+class CollectingSink implements ActionSink {
+  readonly actions: TriggeredAction[] = [];
+  async accept(actions: readonly TriggeredAction[]): Promise<void> {
+    this.actions.push(...actions);
+  }
+}
+
+const checks = resourceChecks([
+  { name: "temp", dataType: "long", resourceType: "thing" },
+  { name: "latlng", dataType: "geo_point", resourceType: "thing" },
+  { name: "status", dataType: "string", resourceType: "thing" },
+]);
+const THINGS: Record<string, ThingInfo> = {
+  t1: { thingName: "t1", thingType: "10", domain: "acme", domains: new Set(["root", "acme"]), checks },
+  t2: { thingName: "t2", thingType: "10", domain: "acme", domains: new Set(["root", "acme"]), checks },
+  o1: { thingName: "o1", thingType: "10", domain: "other", domains: new Set(["root", "other"]), checks },
+};
+
+function makeRule(
+  id: string,
+  expression: ExpressionItem[],
+  threshold = { count: 1, interval: 0 },
+  extra: Partial<Rule> = {},
+): Rule {
+  return {
+    id,
+    name: `rule ${id}`,
+    enabled: true,
+    filter: { domain: "acme", thingType: "10" },
+    expression,
+    threshold,
+    actions: [{ type: "EVENT", config: { classification: "ALARM", message: "hot" } }],
+    ...extra,
+  };
+}
+
+let seq = 0;
+function obs(thingName: string, state: Record<string, unknown>, extra: Record<string, unknown> = {}): RawObservation {
+  seq++;
+  return {
+    key: thingName,
+    value: Buffer.from(JSON.stringify({ thingName, timestamp: 1_763_000_000_000 + seq, state, ...extra })),
+    position: { source: "kafka:test", partition: 0, offset: String(seq) },
+  };
+}
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function setup(options: { state?: StateStore; now?: { t: number } } = {}) {
+  const sink = new CollectingSink();
+  const now = options.now ?? { t: 1_000_000 };
+  const engine = new RuleEngine({
+    resolveThing: (name) => THINGS[name],
+    state: options.state ?? new MemoryStateStore(),
+    sink,
+    clock: () => now.t,
+  });
+  return { engine, sink, now };
+}
+
+const hot = { operator: "gt" as const, resource: "temp", value: 30 };
+
+describe("thresholds", () => {
+  it("actions run when count consecutive observations match; the counter then restarts", async () => {
+    const { engine, sink } = setup();
+    engine.load([makeRule("r", [hot], { count: 3, interval: 0 })]);
+    for (const t of [31, 32]) await engine.handle([obs("t1", { temp: t })]);
+    expect(sink.actions).toHaveLength(0);
+    await engine.handle([obs("t1", { temp: 33 })]);
+    expect(sink.actions).toHaveLength(1);
+    for (const t of [34, 35]) await engine.handle([obs("t1", { temp: t })]);
+    expect(sink.actions).toHaveLength(1);
+    await engine.handle([obs("t1", { temp: 36 })]);
+    expect(sink.actions).toHaveLength(2);
+  });
+
+  it("a non-matching observation resets the count", async () => {
+    const { engine, sink } = setup();
+    engine.load([makeRule("r", [hot], { count: 2, interval: 0 })]);
+    await engine.handle([obs("t1", { temp: 31 }), obs("t1", { temp: 20 }), obs("t1", { temp: 31 })]);
+    expect(sink.actions).toHaveLength(0);
+    await engine.handle([obs("t1", { temp: 31 })]);
+    expect(sink.actions).toHaveLength(1);
+  });
+
+  it("counts per thing", async () => {
+    const { engine, sink } = setup();
+    engine.load([makeRule("r", [hot], { count: 2, interval: 0 })]);
+    await engine.handle([obs("t1", { temp: 31 }), obs("t2", { temp: 31 }), obs("t1", { temp: 31 })]);
+    expect(sink.actions.map((a) => a.thingName)).toEqual(["t1"]);
+  });
+
+  it("waits interval seconds (engine clock) between two runs for one thing", async () => {
+    const { engine, sink, now } = setup();
+    engine.load([makeRule("r", [hot], { count: 1, interval: 60 })]);
+    await engine.handle([obs("t1", { temp: 31 })]);
+    now.t += 59_999;
+    await engine.handle([obs("t1", { temp: 31 })]);
+    expect(sink.actions).toHaveLength(1);
+    now.t += 1;
+    await engine.handle([obs("t1", { temp: 31 })]);
+    expect(sink.actions).toHaveLength(2);
+  });
+
+  it("hands over the payload and the raw action config with the idempotency key", async () => {
+    const { engine, sink } = setup();
+    engine.load([makeRule("r", [hot], { count: 1, interval: 0 }, { category: "heat" })]);
+    const raw = obs("t1", { temp: 31 });
+    await engine.handle([raw]);
+    const [a] = sink.actions;
+    expect(a!.idempotencyKey).toBe(`r:t1:kafka:test:0:${raw.position.offset}:0`);
+    expect(a!.config).toEqual({ classification: "ALARM", message: "hot" });
+    expect(a!.payload.rule).toEqual({ id: "r", name: "rule r", domain: "acme", category: "heat" });
+    expect(a!.payload.thing).toMatchObject({ thingName: "t1", thingType: "10", domain: "acme", state: { temp: 31 } });
+    expect(a!.payload.observation).toMatchObject({ id: `kafka:test:0:${raw.position.offset}`, state: { temp: 31 } });
+  });
+
+  it("a rule applies to things of its domain and below only, and to its thingNames only", async () => {
+    const { engine, sink } = setup();
+    engine.load([
+      makeRule("all", [hot]),
+      makeRule("named", [hot], undefined, { filter: { domain: "acme", thingType: "10", thingNames: ["t2"] } }),
+    ]);
+    await engine.handle([obs("o1", { temp: 40 }), obs("t1", { temp: 40 }), obs("t2", { temp: 40 })]);
+    expect(sink.actions.map((a) => `${a.ruleId}/${a.thingName}`).sort()).toEqual(["all/t1", "all/t2", "named/t2"]);
+  });
+});
+
+describe("thing state", () => {
+  it("thing.state is the state before this observation", async () => {
+    const { engine, sink } = setup();
+    engine.load([makeRule("rise", [{ operator: "gt", resource: "temp", value: "${thing.state.temp + 5}" }])]);
+    await engine.handle([
+      obs("t1", { temp: 10 }),
+      obs("t1", { temp: 14 }),
+      obs("t1", { status: "x" }),
+      obs("t1", { temp: 20 }),
+    ]);
+    expect(sink.actions).toHaveLength(1);
+    expect(engine.thingState("t1")!.state).toEqual({ temp: 20, status: "x" });
+  });
+
+  it("enter and leave follow the thing's positions across observations", async () => {
+    const { engine, sink } = setup();
+    const square: [number, number][] = [
+      [10, 59],
+      [11, 59],
+      [11, 60],
+      [10, 60],
+    ];
+    engine.load([
+      makeRule("enter", [{ operator: "enter", resource: "latlng", value: square }]),
+      makeRule("leave", [{ operator: "leave", resource: "latlng", value: square }]),
+    ]);
+    const path = ["58,10.5", "59.5,10.5", "59.6,10.5", { lat: 61, lon: 10.5 }, [10.5, 59.5]];
+    for (const latlng of path) await engine.handle([obs("t1", { latlng })]);
+    await engine.handle([obs("t1", { temp: 1 })]);
+    expect(sink.actions.map((a) => a.ruleId)).toEqual(["enter", "leave", "enter"]);
+  });
+
+  it("nested objects are kept by type and id; an item without id applies to every object of its type", async () => {
+    const { engine } = setup();
+    await engine.handle([
+      obs(
+        "t1",
+        {},
+        {
+          nested: [
+            { type: "door", id: "front", state: { open: 0 } },
+            { type: "door", id: "back", state: { open: 1 } },
+          ],
+        },
+      ),
+    ]);
+    await engine.handle([obs("t1", {}, { nested: [{ type: "door", state: { locked: 1 } }, { state: { level: 3 } }] })]);
+    expect(engine.thingState("t1")!.nested).toEqual([
+      { type: "door", id: "front", state: { open: 0, locked: 1 } },
+      { type: "door", id: "back", state: { open: 1, locked: 1 } },
+      { state: { level: 3 } },
+    ]);
+  });
+});
+
+describe("hot reload", () => {
+  it("a created, updated, disabled and removed rule takes effect at once, keeping other rules' counts", async () => {
+    const { engine, sink } = setup();
+    engine.load([makeRule("keep", [hot], { count: 2, interval: 0 })]);
+    await engine.handle([obs("t1", { temp: 31 })]);
+    engine.apply("new", makeRule("new", [{ operator: "lt", resource: "temp", value: 0 }]));
+    await engine.handle([obs("t1", { temp: 32 })]);
+    expect(sink.actions.map((a) => a.ruleId)).toEqual(["keep"]);
+    await engine.handle([obs("t1", { temp: -1 })]);
+    expect(sink.actions.map((a) => a.ruleId)).toEqual(["keep", "new"]);
+    engine.apply("new", { ...makeRule("new", [{ operator: "lt", resource: "temp", value: 0 }]), enabled: false });
+    await engine.handle([obs("t1", { temp: -1 })]);
+    expect(sink.actions).toHaveLength(2);
+    engine.apply("new", makeRule("new", [{ operator: "lt", resource: "temp", value: 5 }]));
+    await engine.handle([obs("t1", { temp: 1 })]);
+    expect(sink.actions).toHaveLength(3);
+    engine.apply("new", null);
+    await engine.handle([obs("t1", { temp: 1 })]);
+    expect(sink.actions).toHaveLength(3);
+    expect(engine.ruleCount).toBe(1);
+  });
+});
+
+describe("bad messages go to dead letters; the ones around them are evaluated", () => {
+  it("reports each reason", async () => {
+    const { engine, sink } = setup();
+    engine.load([makeRule("r", [hot])]);
+    const good = obs("t1", { temp: 31 });
+    const batch: RawObservation[] = [
+      { value: Buffer.from([0xff, 0x00, 0x13]), position: { source: "kafka:test", partition: 0, offset: "1000" } },
+      { value: Buffer.from("{not json"), position: { source: "kafka:test", partition: 0, offset: "1001" } },
+      { value: Buffer.from("[1,2]"), position: { source: "kafka:test", partition: 0, offset: "1002" } },
+      { value: { thingName: "nobody", timestamp: 1, state: {} }, position: { source: "http" } },
+      { value: { thingName: "t1", state: {} }, position: { source: "http" } },
+      { value: { thingName: "t1", timestamp: "yesterday", state: {} }, position: { source: "http" } },
+      { value: { thingName: "t1", timestamp: 1, state: { temp: "hot" } }, position: { source: "http" } },
+      { value: { thingName: "t1", timestamp: 1, state: { latlng: "north" } }, position: { source: "http" } },
+      { value: { timestamp: 1, state: {} }, position: { source: "http" } },
+      good,
+    ];
+    const result = await engine.handle(batch);
+    expect(result.rejected.map((r) => [r.index, r.reason])).toEqual([
+      [0, "not-json"],
+      [1, "not-json"],
+      [2, "invalid-observation"],
+      [3, "unknown-thing"],
+      [4, "missing-timestamp"],
+      [5, "bad-timestamp"],
+      [6, "wrong-type"],
+      [7, "wrong-type"],
+      [8, "missing-thing-name"],
+    ]);
+    expect(result.accepted).toBe(1);
+    expect(sink.actions).toHaveLength(1);
+  });
+
+  it("accepts ISO 8601 timestamps and the Kafka key as thingName", async () => {
+    const { engine } = setup();
+    const result = await engine.handle([
+      {
+        key: "t1",
+        value: Buffer.from('{"timestamp":"2025-11-13T02:13:20.000Z","state":{"temp":1}}'),
+        position: { source: "k", partition: 0, offset: "1" },
+      },
+    ]);
+    expect(result.accepted).toBe(1);
+    expect(engine.thingState("t1")!.timestamp).toBe(Date.parse("2025-11-13T02:13:20.000Z"));
+  });
+});
+
+describe("persistence", () => {
+  function db(dir: string): Db {
+    return openDatabase({ dataDir: dir, migrations: engineMigrations });
+  }
+
+  it("a restart in the middle of a threshold count resumes it, and the interval is not fired early", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "dms-engine-"));
+    dirs.push(dir);
+    const now = { t: 5_000_000 };
+    const rules = [makeRule("r", [hot], { count: 3, interval: 3600 })];
+    const first = db(dir);
+    let run = setup({ state: new SqliteStateStore(first), now });
+    run.engine.load(rules);
+    await run.engine.handle([obs("t1", { temp: 31 }), obs("t1", { temp: 31 }), obs("t1", { temp: 31 })]);
+    expect(run.sink.actions).toHaveLength(1);
+    await run.engine.handle([obs("t1", { temp: 31 }), obs("t1", { temp: 31 })]);
+    first.close();
+
+    const second = db(dir);
+    run = setup({ state: new SqliteStateStore(second), now });
+    run.engine.load(rules);
+    await run.engine.handle([obs("t1", { temp: 31 })]);
+    expect(run.sink.actions).toHaveLength(0);
+    now.t += 3600_000;
+    await run.engine.handle([obs("t1", { temp: 31 })]);
+    expect(run.sink.actions).toHaveLength(1);
+    second.close();
+
+    const third = db(dir);
+    run = setup({ state: new SqliteStateStore(third), now });
+    run.engine.load(rules);
+    expect(run.engine.thingState("t1")!.state).toEqual({ temp: 31 });
+    third.close();
+  });
+
+  it("a replayed Kafka observation the state already holds is not counted again", async () => {
+    const { engine, sink } = setup();
+    engine.load([makeRule("r", [hot], { count: 2, interval: 0 })]);
+    const a = obs("t1", { temp: 31 });
+    await engine.handle([a]);
+    await engine.handle([a]);
+    expect(sink.actions).toHaveLength(0);
+    await engine.handle([obs("t1", { temp: 31 })]);
+    expect(sink.actions).toHaveLength(1);
+  });
+
+  it("actions are handed to the sink before the state is made durable", async () => {
+    const order: string[] = [];
+    class Tracking extends MemoryStateStore {
+      override flush(): void {
+        order.push("flush");
+        super.flush();
+      }
+    }
+    const engine = new RuleEngine({
+      resolveThing: (name) => THINGS[name],
+      state: new Tracking(),
+      sink: { accept: async () => void order.push("accept") },
+    });
+    engine.load([makeRule("r", [hot])]);
+    await engine.handle([obs("t1", { temp: 31 })]);
+    expect(order).toEqual(["accept", "flush"]);
+  });
+});

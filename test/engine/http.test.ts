@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ActionSink, TriggeredAction } from "../../src/actions/index.js";
+import type { Rule } from "../../src/rules/index.js";
+import { startTestDms, type TestDms } from "../support/dms.js";
+import { json } from "../support/http.js";
+
+class CollectingSink implements ActionSink {
+  readonly actions: TriggeredAction[] = [];
+  async accept(actions: readonly TriggeredAction[]): Promise<void> {
+    this.actions.push(...actions);
+  }
+}
+
+const rule: Rule = {
+  id: "hot",
+  name: "hot",
+  enabled: true,
+  filter: { domain: "acme", thingType: "10" },
+  expression: [{ operator: "gt", resource: "temp", value: 30 }],
+  threshold: { count: 1, interval: 0 },
+  actions: [{ type: "EVENT", config: { classification: "ALARM", message: "hot" } }],
+};
+
+let t: TestDms;
+const sink = new CollectingSink();
+
+beforeAll(async () => {
+  t = await startTestDms({ env: { DMS_ROLES: "api,engine" } });
+  t.dms.services.actionSink = sink;
+  t.dms.services.bus.emit("rule.changed", { id: rule.id, rule });
+});
+afterAll(() => t.close());
+
+describe("POST /observations", () => {
+  it("answers after the batch is stored and evaluated, reporting each rejected item", async () => {
+    const before = t.dms.services.observations.count();
+    const res = await t.call("POST", "/observations", {
+      user: "admin",
+      body: [
+        { thingName: "t1", timestamp: 1763000000000, state: { temp: 31, latlng: "59.91,10.75" } },
+        { thingName: "t1", timestamp: "not a time", state: { temp: 31 } },
+        { thingName: "ghost", timestamp: 1763000000000, state: {} },
+        { thingName: "t2", timestamp: "2025-11-13T02:13:20Z", state: { temp: 12 } },
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect(await json(res)).toEqual({
+      accepted: 2,
+      triggered: 1,
+      rejected: [
+        { index: 1, reason: "bad-timestamp", message: expect.any(String) },
+        { index: 2, reason: "unknown-thing", message: expect.any(String) },
+      ],
+    });
+    expect(t.dms.services.observations.count()).toBe(before + 2);
+    expect(sink.actions.map((a) => a.ruleId)).toEqual(["hot"]);
+    expect(sink.actions[0]!.idempotencyKey).toMatch(/^hot:t1:http:[0-9a-f-]{36}:0$/);
+  });
+
+  it("a user without Observations.CREATE on the thing's domain is refused for that item", async () => {
+    const res = await t.call("POST", "/observations", {
+      user: "eastie",
+      body: [
+        { thingName: "t1", timestamp: 1763000000000, state: { temp: 1 } },
+        { thingName: "e1", timestamp: 1763000000000, state: { power: 1 } },
+      ],
+    });
+    expect(await json(res)).toEqual({
+      accepted: 1,
+      triggered: 0,
+      rejected: [{ index: 0, reason: "NOT_AUTHORIZED", message: expect.any(String) }],
+    });
+  });
+
+  it("a body that is not an array is INVALID_ARGUMENTS; a Read user is NOT_AUTHORIZED", async () => {
+    const res = await t.call("POST", "/observations", { user: "admin", body: { thingName: "t1" } });
+    expect(res.status).toBe(400);
+    expect((await json(res)).messageKey).toBe("INVALID_ARGUMENTS");
+    const read = await t.call("POST", "/observations", { user: "reader", body: [] });
+    expect(read.status).toBe(403);
+  });
+
+  it("a rule change through the bus is picked up by the next request", async () => {
+    t.dms.services.bus.emit("rule.changed", {
+      id: "cold",
+      rule: { ...rule, id: "cold", expression: [{ operator: "lt", resource: "temp", value: 0 }] },
+    });
+    const res = await t.call("POST", "/observations", {
+      user: "admin",
+      body: [{ thingName: "t2", timestamp: 1763000000001, state: { temp: -5 } }],
+    });
+    expect((await json(res)).triggered).toBe(1);
+    t.dms.services.bus.emit("rule.changed", { id: "cold", rule: null });
+    const again = await t.call("POST", "/observations", {
+      user: "admin",
+      body: [{ thingName: "t2", timestamp: 1763000000002, state: { temp: -5 } }],
+    });
+    expect((await json(again)).triggered).toBe(0);
+  });
+});
+
+describe("GET /observations/dead-letters", () => {
+  it("lists dead letters newest first with reason and source; a thing's domain limits who sees it", async () => {
+    const res = await t.call("GET", "/observations/dead-letters?size=10", { user: "admin" });
+    expect(res.status).toBe(200);
+    const body = await json(res);
+    expect(body.deadLetters.map((d: { reason: string }) => d.reason)).toEqual(["unknown-thing", "bad-timestamp"]);
+    expect(body.deadLetters[1]).toMatchObject({
+      source: "http",
+      thingName: "t1",
+      domain: "acme",
+      payload: expect.stringContaining("not a time"),
+    });
+
+    const alice = await json(await t.call("GET", "/observations/dead-letters", { user: "alice" }));
+    expect(alice.deadLetters.map((d: { reason: string }) => d.reason)).toEqual(["bad-timestamp"]);
+    const page = await json(await t.call("GET", "/observations/dead-letters?size=1", { user: "admin" }));
+    expect(page.pageInfo).toEqual({ size: 1, marker: expect.any(Number) });
+  });
+
+  it("counts dead letters in /metrics", async () => {
+    const text = await (await fetch(`${t.url}/metrics`)).text();
+    expect(text).toMatch(/dms_engine_dead_letters_total\{reason="unknown-thing"\} 1/);
+    expect(text).toMatch(/dms_engine_rules 1/);
+  });
+});
