@@ -8,7 +8,7 @@ import { createMailer } from "./mail/index.js";
 import { migrations } from "./migrations.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
-import { ObservationStore } from "./observations/index.js";
+import { ObservationReader, ObservationStore, createExports } from "./observations/index.js";
 import { openDatabase } from "./store/index.js";
 import { ThingRegistry } from "./things/index.js";
 
@@ -40,6 +40,20 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const bus = new EventBus();
   const identity = new Identity(db, bus);
   const registry = new ThingRegistry(db, bus, (id) => identity.domain(id) !== undefined);
+  const secret = jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR);
+  const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
+  const observationReader = new ObservationReader(db);
+  const exports = createExports({
+    db,
+    reader: observationReader,
+    registry,
+    mailer,
+    logger,
+    clock,
+    dataDir: config.DMS_DATA_DIR,
+    secret,
+    publicUrl: config.DMS_PUBLIC_URL,
+  });
   const services: Services = {
     config,
     db,
@@ -47,10 +61,12 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     metrics: createMetrics(),
     bus,
     identity,
-    tokens: new Tokens(jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR), clock),
+    tokens: new Tokens(secret, clock),
     registry,
     observations: new ObservationStore(db),
-    mailer: createMailer(config.SMTP_URL, config.SMTP_FROM, logger),
+    observationReader,
+    exports,
+    mailer,
     clock,
   };
   if (config.DMS_PROVISION) {
@@ -59,7 +75,11 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   }
 
   const app = createApp(services, routeModules);
-  const components: Component[] = [];
+  const components: Component[] = [
+    // Instant exports run in whichever process accepted them, so the runner stops with every process.
+    { name: "export-runner", start: async () => {}, stop: () => exports.runner.stop() },
+  ];
+  if (config.roles.has("scheduler")) components.push(exports.scheduler);
   const started: Component[] = [];
   let server: ServerType | undefined;
   let url: string | undefined;

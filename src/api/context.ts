@@ -3,7 +3,7 @@ import type { Identity, Principal, Tokens } from "../auth/index.js";
 import type { EventBus } from "../bus/index.js";
 import type { Config } from "../config/index.js";
 import type { Mailer } from "../mail/index.js";
-import type { ObservationStore } from "../observations/index.js";
+import type { Exports, ObservationReader, ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
 import type { Db } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
@@ -19,6 +19,10 @@ export interface Services {
   tokens: Tokens;
   registry: ThingRegistry;
   observations: ObservationStore;
+  /** FIND and export reads of the observation table. */
+  observationReader: ObservationReader;
+  /** Export jobs, their executions, runner and scheduler. */
+  exports: Exports;
   mailer: Mailer;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;

@@ -1,0 +1,93 @@
+import type { Db } from "../store/index.js";
+import type { Statement } from "better-sqlite3";
+
+/** A stored row as the readers need it. */
+export interface CandidateRow {
+  id: number;
+  thing_type: string;
+  doc: string;
+}
+
+export interface ExportRow {
+  id: number;
+  ts: number;
+  thing_name: string;
+  doc: string;
+}
+
+export interface CandidateFilter {
+  tsFrom: number;
+  tsTo: number;
+  /** Never empty: the caller answers an empty scope without asking the store. */
+  thingTypes: readonly string[];
+  thingNames?: readonly string[];
+}
+
+/** SQLite integers stop at 2^63; a range open on one side is bounded by these. */
+const MIN_TS = -8_640_000_000_000_000;
+const MAX_TS = 8_640_000_000_000_000;
+
+/**
+ * Reads of the observation table for FIND and exports. The indexes on
+ * (thing_type, ts), (thing_name, ts) and ts decide what is read; statements
+ * are prepared once per shape of IN list.
+ */
+export class ObservationReader {
+  private readonly statements = new Map<string, Statement>();
+
+  constructor(private readonly db: Db) {}
+
+  candidates(f: CandidateFilter): IterableIterator<CandidateRow> {
+    const names = f.thingNames;
+    const key = `c:${f.thingTypes.length}:${names?.length ?? -1}`;
+    let stmt = this.statements.get(key);
+    if (!stmt) {
+      let sql = `SELECT id, thing_type, doc FROM observations WHERE ts >= ? AND ts <= ? AND thing_type IN (${marks(f.thingTypes.length)})`;
+      if (names) sql += ` AND thing_name IN (${marks(names.length)})`;
+      stmt = this.db.prepare(sql);
+      this.statements.set(key, stmt);
+    }
+    return stmt.iterate(
+      clamp(f.tsFrom),
+      clamp(f.tsTo),
+      ...f.thingTypes,
+      ...(names ?? []),
+    ) as IterableIterator<CandidateRow>;
+  }
+
+  /**
+   * One page of an export, in (ts, id) order after the given position, so a
+   * long export reads in short statements and can stop between pages.
+   */
+  exportPage(
+    scope: { thingType?: string; things?: readonly string[] },
+    from: number,
+    to: number,
+    after: { ts: number; id: number },
+    limit: number,
+  ): ExportRow[] {
+    const byType = scope.thingType !== undefined;
+    const n = scope.things?.length ?? 0;
+    const key = byType ? "e:type" : `e:things:${n}`;
+    let stmt = this.statements.get(key);
+    if (!stmt) {
+      const where = byType ? "thing_type = ?" : `thing_name IN (${marks(n)})`;
+      stmt = this.db.prepare(
+        `SELECT id, ts, thing_name, doc FROM observations
+         WHERE ts >= ? AND ts < ? AND (ts > ? OR (ts = ? AND id > ?)) AND ${where}
+         ORDER BY ts, id LIMIT ?`,
+      );
+      this.statements.set(key, stmt);
+    }
+    const scopeArgs = byType ? [scope.thingType!] : [...(scope.things ?? [])];
+    return stmt.all(clamp(from), clamp(to), after.ts, after.ts, after.id, ...scopeArgs, limit) as ExportRow[];
+  }
+}
+
+function marks(n: number): string {
+  return Array.from({ length: n }, () => "?").join(",");
+}
+
+function clamp(t: number): number {
+  return Math.max(MIN_TS, Math.min(MAX_TS, t));
+}
