@@ -15,7 +15,13 @@ describe("POST /observations/find", () => {
         ...BASE_PROVISION,
         users: [
           ...BASE_PROVISION.users!,
-          { userName: "blind", password: "blind-pw", role: "ReadWrite", homeDomain: "acme", privileges: { acme: ["ThingTypes.READ"] } },
+          {
+            userName: "blind",
+            password: "blind-pw",
+            role: "ReadWrite",
+            homeDomain: "acme",
+            privileges: { acme: ["ThingTypes.READ"] },
+          },
         ],
       },
     });
@@ -25,7 +31,9 @@ describe("POST /observations/find", () => {
         { thingName: "t2", thingType: "10", ts: NOW - 7_200_000, state: { temp: 22 } },
         { thingName: "e1", thingType: "20", ts: NOW - 3_600_000, state: { power: 5 } },
         { thingName: "t1", thingType: "10", ts: NOW - 5 * 86_400_000, state: { temp: 1 } },
-      ].map((o) => ({ document: { thingName: o.thingName, thingType: o.thingType, domain: "acme", timestamp: o.ts, state: o.state } })),
+      ].map((o) => ({
+        document: { thingName: o.thingName, thingType: o.thingType, domain: "acme", timestamp: o.ts, state: o.state },
+      })),
     );
   });
   afterAll(() => t.close());
@@ -34,11 +42,19 @@ describe("POST /observations/find", () => {
 
   it("answers the raw ES 5.6 output for a query in filter context with aggregations", async () => {
     const res = await find("alice", {
-      query: { size: 0, query: { bool: { filter: [range, { term: { thingType: "10" } }] } }, aggs: { t: { avg: { field: "state.temp" } } } },
+      query: {
+        size: 0,
+        query: { bool: { filter: [range, { term: { thingType: "10" } }] } },
+        aggs: { t: { avg: { field: "state.temp" } } },
+      },
     });
     expect(res.status).toBe(200);
     const body = await json(res);
-    expect(body).toMatchObject({ timed_out: false, hits: { total: 2, max_score: 0, hits: [] }, aggregations: { t: { value: 21 } } });
+    expect(body).toMatchObject({
+      timed_out: false,
+      hits: { total: 2, max_score: 0, hits: [] },
+      aggregations: { t: { value: 21 } },
+    });
   });
 
   it("searches only thing types the caller may read, limited by queryScope.thingTypes", async () => {
@@ -84,7 +100,9 @@ describe("POST /observations/find", () => {
   });
 
   it("names the unsupported clause", async () => {
-    const body = await json(await find("alice", { query: { query: { bool: { must: [range, { more_like_this: {} }] } } } }));
+    const body = await json(
+      await find("alice", { query: { query: { bool: { must: [range, { more_like_this: {} }] } } } }),
+    );
     expect(body.message).toContain("more_like_this");
   });
 });

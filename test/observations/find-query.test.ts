@@ -17,7 +17,8 @@ describe("range on dates (reference 5.6 query-dsl-range-query: date math and rou
     { timestamp: "2014-12-01T00:00:00.000Z" }, // 4
   ]);
   afterAll(() => es.close());
-  const q = (spec: Record<string, unknown>) => es.raw({ query: { bool: { filter: [{ range: { timestamp: { gte: 0 } } }, { range: { timestamp: spec } }] } } });
+  const q = (spec: Record<string, unknown>) =>
+    es.raw({ query: { bool: { filter: [{ range: { timestamp: { gte: 0 } } }, { range: { timestamp: spec } }] } } });
 
   it("gt 2014-11-18||/M rounds up to 2014-11-30T23:59:59.999: excludes the entire month", () => {
     expect(ids(q({ gt: "2014-11-18||/M" }))).toEqual(["4"]);
@@ -32,20 +33,40 @@ describe("range on dates (reference 5.6 query-dsl-range-query: date math and rou
     expect(ids(q({ lte: "2014-11-18||/M" }))).toEqual(["1", "2", "3"]);
   });
   it("format dd/MM/yyyy||yyyy: gte 01/01/2012, lte 2013 (lte rounds up to the end of 2013)", () => {
-    const es2 = esIndex([{ timestamp: "2011-12-31T23:00:00Z" }, { timestamp: "2012-01-01T00:00:00Z" }, { timestamp: "2013-12-31T23:59:59Z" }, { timestamp: "2014-01-01T00:00:00Z" }]);
-    const r = es2.raw({ query: { range: { timestamp: { gte: "01/01/2012", lte: "2013", format: "dd/MM/yyyy||yyyy" } } } });
+    const es2 = esIndex([
+      { timestamp: "2011-12-31T23:00:00Z" },
+      { timestamp: "2012-01-01T00:00:00Z" },
+      { timestamp: "2013-12-31T23:59:59Z" },
+      { timestamp: "2014-01-01T00:00:00Z" },
+    ]);
+    const r = es2.raw({
+      query: { range: { timestamp: { gte: "01/01/2012", lte: "2013", format: "dd/MM/yyyy||yyyy" } } },
+    });
     expect(ids(r)).toEqual(["2", "3"]);
     es2.close();
   });
   it("time_zone +01:00 turns 2015-01-01 00:00:00 into 2014-12-31T23:00:00Z", () => {
     const es2 = esIndex([{ timestamp: "2014-12-31T22:59:59Z" }, { timestamp: "2014-12-31T23:00:00Z" }]);
-    const r = es2.raw({ query: { range: { timestamp: { gte: "2015-01-01 00:00:00", lte: "now", format: "yyyy-MM-dd HH:mm:ss", time_zone: "+01:00" } } } });
+    const r = es2.raw({
+      query: {
+        range: {
+          timestamp: { gte: "2015-01-01 00:00:00", lte: "now", format: "yyyy-MM-dd HH:mm:ss", time_zone: "+01:00" },
+        },
+      },
+    });
     expect(ids(r)).toEqual(["2"]);
     es2.close();
   });
   it("now-1d/d is relative to the service clock (reference 5.6 common-options date-math)", () => {
     const now = Date.parse("2017-06-01T12:00:00Z");
-    const es2 = esIndex([{ timestamp: "2017-05-30T23:59:59Z" }, { timestamp: "2017-05-31T00:00:00Z" }, { timestamp: "2017-06-01T11:00:00Z" }], now);
+    const es2 = esIndex(
+      [
+        { timestamp: "2017-05-30T23:59:59Z" },
+        { timestamp: "2017-05-31T00:00:00Z" },
+        { timestamp: "2017-06-01T11:00:00Z" },
+      ],
+      now,
+    );
     expect(ids(es2.raw({ query: { range: { timestamp: { gte: "now-1d/d" } } } }))).toEqual(["2", "3"]);
     expect(ids(es2.raw({ query: { range: { timestamp: { gte: "now-1d/d", lt: "now/d" } } } }))).toEqual(["2"]);
     es2.close();
@@ -91,24 +112,47 @@ describe("term-level and full-text queries on keyword and numeric fields", () =>
     expect(ids(es.search({ query: { range: { "state.user": { gt: "jane", lte: "kitty" } } } }))).toEqual(["1", "2"]);
   });
   it("bool must, should, must_not, minimum_should_match (query-dsl-bool-query, query-dsl-minimum-should-match)", () => {
-    const should = [{ term: { "state.user": "kimchy" } }, { term: { "state.age": 10 } }, { term: { "state.tags": "a" } }, { term: { "state.user": "kitty" } }];
+    const should = [
+      { term: { "state.user": "kimchy" } },
+      { term: { "state.age": 10 } },
+      { term: { "state.tags": "a" } },
+      { term: { "state.user": "kitty" } },
+    ];
     expect(ids(es.search({ query: { bool: { should } } }))).toEqual(["1", "2"]);
     expect(ids(es.search({ query: { bool: { should, minimum_should_match: "75%" } } }))).toEqual(["1"]);
     expect(ids(es.search({ query: { bool: { should, minimum_should_match: -1 } } }))).toEqual(["1"]);
     expect(ids(es.search({ query: { bool: { should, minimum_should_match: "-75%" } } }))).toEqual(["1", "2"]);
     // With a must clause, should clauses are optional and only add to the score.
-    const r = es.search({ query: { bool: { must: { range: { "state.age": { gte: 10 } } }, should: { term: { "state.user": "kitty" } } } } });
+    const r = es.search({
+      query: { bool: { must: { range: { "state.age": { gte: 10 } } }, should: { term: { "state.user": "kitty" } } } },
+    });
     expect(ids(r)).toEqual(["1", "2", "3"]);
     expect(r.hits.hits[0]).toMatchObject({ _id: "2", _score: 2 });
     expect(r.hits.max_score).toBe(2);
   });
   it("scoring with bool.filter: filter only scores 0, match_all 1.0, constant_score its boost (query-dsl-bool-query)", () => {
-    const f = es.raw({ query: { bool: { filter: [{ range: { timestamp: { gte: 0 } } }, { term: { "state.user": "jane" } }] } } });
+    const f = es.raw({
+      query: { bool: { filter: [{ range: { timestamp: { gte: 0 } } }, { term: { "state.user": "jane" } }] } },
+    });
     expect(f.hits.hits[0]._score).toBe(0);
     expect(f.hits.max_score).toBe(0);
-    const m = es.raw({ query: { bool: { must: { match_all: {} }, filter: [{ range: { timestamp: { gte: 0 } } }, { term: { "state.user": "jane" } }] } } });
+    const m = es.raw({
+      query: {
+        bool: {
+          must: { match_all: {} },
+          filter: [{ range: { timestamp: { gte: 0 } } }, { term: { "state.user": "jane" } }],
+        },
+      },
+    });
     expect(m.hits.hits[0]._score).toBe(1);
-    const c = es.raw({ query: { constant_score: { filter: { bool: { filter: [{ range: { timestamp: { gte: 0 } } }, { term: { "state.user": "jane" } }] } }, boost: 1.2 } } });
+    const c = es.raw({
+      query: {
+        constant_score: {
+          filter: { bool: { filter: [{ range: { timestamp: { gte: 0 } } }, { term: { "state.user": "jane" } }] } },
+          boost: 1.2,
+        },
+      },
+    });
     expect(c.hits.hits[0]._score).toBe(1.2);
   });
 });
@@ -123,16 +167,31 @@ describe("geo queries (reference 5.6 query-dsl-geo-distance-query, geo-bounding-
   afterAll(() => es.close());
 
   it("geo_distance 200km from 40,-70 in every geo_point form", () => {
-    expect(ids(es.search({ query: { geo_distance: { distance: "200km", "state.location": { lat: 40, lon: -70 } } } }))).toEqual(["1", "2", "4"]);
-    expect(ids(es.search({ query: { geo_distance: { distance: "12km", "state.location": "40,-70" } } }))).toEqual(["1"]);
+    expect(
+      ids(es.search({ query: { geo_distance: { distance: "200km", "state.location": { lat: 40, lon: -70 } } } })),
+    ).toEqual(["1", "2", "4"]);
+    expect(ids(es.search({ query: { geo_distance: { distance: "12km", "state.location": "40,-70" } } }))).toEqual([
+      "1",
+    ]);
   });
   it("geo_bounding_box top_left 40.73,-74.1 bottom_right 40.01,-71.12 holds the geohash point", () => {
     const box = { top_left: { lat: 41.73, lon: -74.1 }, bottom_right: { lat: 40.01, lon: -71.12 } };
     expect(ids(es.search({ query: { geo_bounding_box: { "state.location": box } } }))).toEqual(["4"]);
-    expect(ids(es.search({ query: { geo_bounding_box: { "state.location": { top: 42.5, left: -70.5, bottom: 40.5, right: -69.5 } } } }))).toEqual(["2", "3"]);
+    expect(
+      ids(
+        es.search({
+          query: { geo_bounding_box: { "state.location": { top: 42.5, left: -70.5, bottom: 40.5, right: -69.5 } } },
+        }),
+      ),
+    ).toEqual(["2", "3"]);
   });
   it("geo_polygon", () => {
-    const points = [{ lat: 40.5, lon: -71 }, { lat: 40.5, lon: -69 }, { lat: 43, lon: -69 }, { lat: 43, lon: -71 }];
+    const points = [
+      { lat: 40.5, lon: -71 },
+      { lat: 40.5, lon: -69 },
+      { lat: 43, lon: -69 },
+      { lat: 43, lon: -71 },
+    ];
     expect(ids(es.search({ query: { geo_polygon: { "state.location": { points } } } }))).toEqual(["2", "3"]);
   });
 });
@@ -156,7 +215,13 @@ describe("hits: shape, from/size, sort, _source, track_scores (reference 5.6 sea
       _type: "observation",
       _id: "1",
       _score: 1,
-      _source: { thingName: "b", thingType: "10", domain: "acme", timestamp: T0 + 2, state: { temp: 1, obj: { a: 1, b: 2 } } },
+      _source: {
+        thingName: "b",
+        thingType: "10",
+        domain: "acme",
+        timestamp: T0 + 2,
+        state: { temp: 1, obj: { a: 1, b: 2 } },
+      },
     });
   });
   it("sort by a field: sort values in each hit, _score and max_score null (search-request-sort)", () => {
@@ -175,8 +240,12 @@ describe("hits: shape, from/size, sort, _source, track_scores (reference 5.6 sea
   });
   it("_source filtering: false, a pattern, includes/excludes (search-request-source-filtering)", () => {
     expect(es.search({ _source: false, size: 1 }).hits.hits[0]._source).toBeUndefined();
-    expect(es.search({ _source: "state.obj.*", size: 1 }).hits.hits[0]._source).toEqual({ state: { obj: { a: 1, b: 2 } } });
-    expect(es.search({ _source: { includes: ["state.*"], excludes: ["state.obj.b"] }, size: 1 }).hits.hits[0]._source).toEqual({
+    expect(es.search({ _source: "state.obj.*", size: 1 }).hits.hits[0]._source).toEqual({
+      state: { obj: { a: 1, b: 2 } },
+    });
+    expect(
+      es.search({ _source: { includes: ["state.*"], excludes: ["state.obj.b"] }, size: 1 }).hits.hits[0]._source,
+    ).toEqual({
       state: { temp: 1, obj: { a: 1 } },
     });
   });

@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { pipeline } from "node:stream/promises";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { createGzip } from "node:zlib";
 import type { Mailer } from "../../mail/index.js";
@@ -121,7 +122,7 @@ export class ExportRunner {
   private async write(e: ExportExecution, job: ExportJob): Promise<number> {
     const out = this.deps.files.create(e.id);
     const gzip = createGzip();
-    gzip.pipe(out.stream);
+    const done = pipeline(gzip, out.stream);
     const put = async (text: string): Promise<void> => {
       if (!gzip.write(text)) await once(gzip, "drain");
     };
@@ -147,12 +148,12 @@ export class ExportRunner {
         await yieldToLoop();
       }
       gzip.end();
-      await once(out.stream, "close");
+      await done;
       out.commit();
       return scanned;
     } catch (err) {
-      gzip.destroy();
-      out.stream.destroy();
+      gzip.destroy(err instanceof Error ? err : new Error(String(err)));
+      await done.catch(() => undefined);
       out.abort();
       throw err;
     }
