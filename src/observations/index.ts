@@ -14,6 +14,7 @@ export {
   summary,
   DEFAULT_PAGE_SIZE,
   MAX_PAGE_SIZE,
+  parseCron,
   type Exports,
   type ExportJob,
 } from "./export/index.js";
