@@ -74,13 +74,15 @@ export class ObservationReader {
       const where = byType ? "thing_type = ?" : `thing_name IN (${marks(n)})`;
       stmt = this.db.prepare(
         `SELECT id, ts, thing_name, doc FROM observations
-         WHERE ts >= ? AND ts < ? AND (ts > ? OR (ts = ? AND id > ?)) AND ${where}
+         WHERE ts >= ? AND ts < ? AND (ts > ? OR id > ?) AND ${where}
          ORDER BY ts, id LIMIT ?`,
       );
       this.statements.set(key, stmt);
     }
     const scopeArgs = byType ? [scope.thingType!] : [...(scope.things ?? [])];
-    return stmt.all(clamp(from), clamp(to), after.ts, after.ts, after.id, ...scopeArgs, limit) as ExportRow[];
+    // The lower bound starts at the last row read, so each page is an index range, not a rescan.
+    const lower = Math.max(clamp(from), after.ts);
+    return stmt.all(lower, clamp(to), after.ts, after.id, ...scopeArgs, limit) as ExportRow[];
   }
 }
 

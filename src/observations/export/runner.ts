@@ -10,7 +10,7 @@ import type { ExportStore } from "./store.js";
 import type { ExportExecution, ExportJob } from "./types.js";
 
 /** Rows read per statement: short enough to cancel quickly and to let requests through. */
-const PAGE_ROWS = 2000;
+const PAGE_ROWS = 5000;
 
 export interface RunnerDeps {
   store: ExportStore;

@@ -617,6 +617,8 @@ const CALENDAR: Record<string, Unit> = {
   "1s": "s",
 };
 
+const FIXED_UNITS: Partial<Record<Unit, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
 const dateHistogram: Builder = (body, b) => {
   onlyKeys(
     body,
@@ -647,23 +649,32 @@ const dateHistogram: Builder = (body, b) => {
   const unit = CALENDAR[intervalText];
   const fixed = unit ? undefined : parseTimeValue(intervalText);
   if (!unit && !fixed) throw badQuery(`[${b.where}.interval] [${intervalText}] is not a calendar or fixed interval`);
-  const spec: HistogramSpec = unit
+  const size = zone === UTC ? (fixed ?? (unit && FIXED_UNITS[unit])) : undefined;
+  // Days and shorter units in UTC are fixed lengths: plain arithmetic, no calendar.
+  const spec: HistogramSpec = size
     ? {
-        keyOf: (v) => roundDown(v - offset, unit, zone) + offset,
-        next: (k) => addUnits(k - offset, 1, unit, zone) + offset,
+        keyOf: (v) => Math.floor((v - offset) / size) * size + offset,
+        next: (k) => k + size,
         format,
         zone,
       }
-    : {
-        keyOf: (v) => {
-          const local = v + zone(v);
-          const k = Math.floor((local - offset) / fixed!) * fixed! + offset;
-          return k - zone(k - zone(k));
-        },
-        next: (k) => k + fixed!,
-        format,
-        zone,
-      };
+    : unit
+      ? {
+          keyOf: (v) => roundDown(v - offset, unit, zone) + offset,
+          next: (k) => addUnits(k - offset, 1, unit, zone) + offset,
+          format,
+          zone,
+        }
+      : {
+          keyOf: (v) => {
+            const local = v + zone(v);
+            const k = Math.floor((local - offset) / fixed!) * fixed! + offset;
+            return k - zone(k - zone(k));
+          },
+          next: (k) => k + fixed!,
+          format,
+          zone,
+        };
   const eb =
     body.extended_bounds === undefined ? undefined : objectAt(body.extended_bounds, `${b.where}.extended_bounds`);
   const bound = (v: unknown, up: boolean): number | undefined => {

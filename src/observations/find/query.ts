@@ -220,10 +220,11 @@ function equalsTest(field: string, value: unknown, ctx: QueryContext): (v: unkno
 
 function compileTerm(body: unknown, ctx: QueryContext, required: boolean): Matcher {
   const [field, value, spec] = fieldClause(body, "term", ["value"]);
-  noteTerms(ctx, required, field, [value]);
   const eq = equalsTest(field, value, ctx);
+  const boost = spec.boost === undefined ? 1 : numberAt(spec.boost, "term.boost");
+  if (noteTerms(ctx, required, field, [value])) return constant(ALWAYS, boost);
   const get = accessor(field);
-  return constant((d) => get(d).some(eq), spec.boost === undefined ? 1 : numberAt(spec.boost, "term.boost"));
+  return constant((d) => get(d).some(eq), boost);
 }
 
 function compileTerms(body: unknown, ctx: QueryContext, required: boolean): Matcher {
@@ -232,20 +233,29 @@ function compileTerms(body: unknown, ctx: QueryContext, required: boolean): Matc
   if (entries.length !== 1) throw badQuery("[terms] must name exactly one field");
   const [field, values] = entries[0]!;
   if (!Array.isArray(values)) throw badQuery(`[terms.${field}] must be an array (terms lookup is not supported)`);
-  noteTerms(ctx, required, field, values);
   const eqs = values.map((v) => equalsTest(field, v, ctx));
-  const get = accessor(field);
   const boost = o.boost === undefined ? 1 : numberAt(o.boost, "terms.boost");
+  if (noteTerms(ctx, required, field, values)) return constant(ALWAYS, boost);
+  const get = accessor(field);
   return constant((d) => get(d).some((v) => eqs.some((eq) => eq(v))), boost);
 }
 
-function noteTerms(ctx: QueryContext, required: boolean, field: string, values: unknown[]): void {
-  if (!required || (field !== "thingName" && field !== "thingType")) return;
-  const set = new Set(values.map(String));
+/**
+ * Notes a required term clause on an indexed column. Answers true when the
+ * store's candidate rows then satisfy the clause by construction, so the
+ * clause need not be tested again per document.
+ */
+function noteTerms(ctx: QueryContext, required: boolean, field: string, values: unknown[]): boolean {
+  if (!required || (field !== "thingName" && field !== "thingType")) return false;
+  if (values.some((v) => typeof v !== "string")) return false;
+  const set = new Set(values as string[]);
   const key = field === "thingName" ? "thingNames" : "thingTypes";
   const prev = ctx.pushdown[key];
   ctx.pushdown[key] = prev ? new Set([...prev].filter((v) => set.has(v))) : set;
+  return true;
 }
+
+const ALWAYS = (): boolean => true;
 
 function compileStringMatch(kind: string, body: unknown, make: (p: string) => (s: string) => boolean): Matcher {
   const [field, value, spec] = fieldClause(body, kind, ["value", kind], ["rewrite"]);
@@ -336,6 +346,8 @@ function compileRange(body: unknown, ctx: QueryContext, required: boolean): Matc
       ctx.pushdown.tsFrom = Math.max(ctx.pushdown.tsFrom, min);
       ctx.pushdown.tsTo = Math.min(ctx.pushdown.tsTo, max);
       if (spec.gte !== undefined) ctx.pushdown.hasTimestampGte = true;
+      // The ts column is the document's timestamp: every candidate row is inside this range.
+      return constant(ALWAYS, boost);
     }
     return constant((d) => get(d).some((v) => typeof v === "number" && v >= min && v <= max), boost);
   }
