@@ -1,4 +1,5 @@
 import { authMigrations } from "./auth/index.js";
+import { filesMigrations } from "./files/index.js";
 import { exportMigrations, observationMigrations } from "./observations/index.js";
 import type { Migration } from "./store/index.js";
 import { thingsMigrations } from "./things/index.js";
@@ -9,4 +10,5 @@ export const migrations: readonly Migration[] = [
   ...thingsMigrations,
   ...observationMigrations,
   ...exportMigrations,
+  ...filesMigrations,
 ];

@@ -1,14 +1,20 @@
 import { serve, type ServerType } from "@hono/node-server";
+import { mkdtempSync } from "node:fs";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createApp, routeModules, type Api, type Services } from "./api/index.js";
 import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { EventBus } from "./bus/index.js";
 import type { Config } from "./config/index.js";
+import { Files, LocalFileStore } from "./files/index.js";
 import { createMailer } from "./mail/index.js";
 import { migrations } from "./migrations.js";
+import { ObservationReader, ObservationStore, createExports } from "./observations/index.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
-import { ObservationReader, ObservationStore, createExports } from "./observations/index.js";
+import { SearchIndex } from "./search/index.js";
+import { UrlSigner, signingKey } from "./signing/index.js";
 import { openDatabase } from "./store/index.js";
 import { ThingRegistry } from "./things/index.js";
 
@@ -40,6 +46,11 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const bus = new EventBus();
   const identity = new Identity(db, bus);
   const registry = new ThingRegistry(db, bus, (id) => identity.domain(id) !== undefined);
+  let publicUrl = config.DMS_PUBLIC_URL;
+  const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
+  const fileStore = new LocalFileStore({ db, dir: fileStoreDir(config.DMS_DATA_DIR), clock });
+  // Built before provisioning so that the bus keeps it current from the first change on.
+  const search = new SearchIndex({ identity, registry }, bus);
   const secret = jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR);
   const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
   const observationReader = new ObservationReader(db);
@@ -51,8 +62,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     logger,
     clock,
     dataDir: config.DMS_DATA_DIR,
-    secret,
-    publicUrl: config.DMS_PUBLIC_URL,
+    signer,
   });
   const services: Services = {
     config,
@@ -67,6 +77,9 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     observationReader,
     exports,
     mailer,
+    signer,
+    files: new Files(fileStore, signer, registry, identity),
+    search,
     clock,
   };
   if (config.DMS_PROVISION) {
@@ -89,6 +102,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
       await c.stop().catch((err: unknown) => logger.error({ err, component: c.name }, "stop failed"));
     }
     if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
+    search.close();
     db.close();
   };
 
@@ -102,6 +116,8 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
       server = await listen(app, config.DMS_HTTP_HOST, config.DMS_HTTP_PORT);
       const { port } = server.address() as AddressInfo;
       url = `http://127.0.0.1:${port}`;
+      // A port chosen by the OS (tests) is known only now: signed URLs must point at it.
+      if (config.DMS_HTTP_PORT === 0 && publicUrl.endsWith(":0")) publicUrl = url;
       logger.info({ port }, "REST interface listening");
     }
   } catch (err) {
@@ -109,6 +125,11 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     throw err;
   }
   return { services, app, url, close };
+}
+
+/** Objects live beside the database; an in-memory database gets a throw-away directory. */
+function fileStoreDir(dataDir: string): string {
+  return dataDir === ":memory:" ? mkdtempSync(join(tmpdir(), "dms-files-")) : join(dataDir, "files");
 }
 
 function listen(app: Api, hostname: string, port: number): Promise<ServerType> {

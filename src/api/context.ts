@@ -5,6 +5,9 @@ import type { Config } from "../config/index.js";
 import type { Mailer } from "../mail/index.js";
 import type { Exports, ObservationReader, ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
+import type { Files } from "../files/index.js";
+import type { SearchIndex } from "../search/index.js";
+import type { UrlSigner } from "../signing/index.js";
 import type { Db } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
 
@@ -24,6 +27,10 @@ export interface Services {
   /** Export jobs, their executions, runner and scheduler. */
   exports: Exports;
   mailer: Mailer;
+  /** Signs and checks the `/storage/...` URLs (files, exports, job documents). */
+  signer: UrlSigner;
+  files: Files;
+  search: SearchIndex;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;
 }

@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import { createRoute, z } from "@hono/zod-openapi";
 import { authorize, type Principal } from "../../auth/index.js";
-import { ApiError, invalid, notFound } from "../../errors/index.js";
+import { invalid, notFound } from "../../errors/index.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, executionDetail, planFind, runFind } from "../../observations/index.js";
 import type { RouteModule, Services } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
@@ -250,10 +250,7 @@ export const observationRoutes: RouteModule = (app, services) => {
 
   app.openapi(storageExport, (c) => {
     const { id } = c.req.valid("param");
-    const { expires, signature } = c.req.valid("query");
-    if (!exports.signer.verify("GET", exports.downloadPath(id), expires, signature, services.clock())) {
-      throw new ApiError("FORBIDDEN", "Missing, tampered or expired signature");
-    }
+    exports.signer.assertSigned(c.req.raw);
     const e = exports.store.execution(id);
     const stream = exports.files.open(id);
     if (!e || !stream) throw notFound("NOT_FOUND", `Export file ${id}`);

@@ -24,10 +24,11 @@ export interface ExportFiles {
 
 export function localExportFiles(dataDir: string): ExportFiles {
   const dir = join(dataDir, "exports");
-  mkdirSync(dir, { recursive: true });
   const path = (id: string): string => join(dir, `${id}.csv.gz`);
   return {
     create(id) {
+      // Made on first use, so a service that never exports leaves no trace in its data dir.
+      mkdirSync(dir, { recursive: true });
       const tmp = join(dir, `.${id}.${process.pid}.tmp`);
       const stream = createWriteStream(tmp);
       return {

@@ -1,20 +1,20 @@
 import type { Mailer } from "../../mail/index.js";
 import type { Logger } from "../../observability/index.js";
 import type { Db } from "../../store/index.js";
+import { storagePath, type UrlSigner } from "../../signing/index.js";
 import type { ThingRegistry } from "../../things/index.js";
 import type { ObservationReader } from "../reader.js";
 import { localExportFiles, type ExportFiles } from "./files.js";
 import { ExportRunner } from "./runner.js";
 import { ExportScheduler } from "./scheduler.js";
 import { ExportService } from "./service.js";
-import { UrlSigner } from "./signing.js";
 import { ExportStore } from "./store.js";
 
 export { exportMigrations } from "./store.js";
 export { executionDetail, summary, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./service.js";
 export { parseCron, CronError, type Cron } from "./cron.js";
 export type { ExportJob, ExportExecution, ListQuery } from "./types.js";
-export { ExportService, ExportRunner, ExportScheduler, ExportStore, UrlSigner, type ExportFiles };
+export { ExportService, ExportRunner, ExportScheduler, ExportStore, type ExportFiles };
 
 export interface ExportDeps {
   db: Db;
@@ -24,10 +24,8 @@ export interface ExportDeps {
   logger: Logger;
   clock: () => number;
   dataDir: string;
-  /** Secret the signed download URLs are keyed with. */
-  secret: string;
-  /** Origin written into signed URLs. */
-  publicUrl: string;
+  /** The service's signer of `/storage/...` URLs. */
+  signer: UrlSigner;
 }
 
 /** Everything data export needs, wired once. */
@@ -46,9 +44,9 @@ export interface Exports {
 export function createExports(d: ExportDeps): Exports {
   const store = new ExportStore(d.db);
   const files = localExportFiles(d.dataDir);
-  const signer = new UrlSigner(d.secret);
-  const downloadPath = (id: string): string => `/storage/exports/${id}`;
-  const downloadUrl = (id: string): string => `${d.publicUrl}${signer.sign("GET", downloadPath(id), d.clock())}`;
+  const signer = d.signer;
+  const downloadPath = (id: string): string => storagePath("exports", id);
+  const downloadUrl = (id: string): string => signer.signFor({ method: "GET", path: downloadPath(id) });
   const runner = new ExportRunner({
     store,
     reader: d.reader,
