@@ -69,6 +69,14 @@ async function main(): Promise<void> {
 
   // ---- data: one transaction per 50k rows, prepared once
   const t0 = performance.now();
+  // A bulk load: the table's indexes are dropped and rebuilt once afterwards, exactly as the store declares them.
+  const indexes = db
+    .prepare<[], { name: string; sql: string }>(
+      "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'observations' AND sql IS NOT NULL",
+    )
+    .all();
+  for (const ix of indexes) db.exec(`DROP INDEX ${ix.name}`);
+  db.pragma("synchronous = OFF");
   const insert = db.prepare(
     "INSERT INTO observations (source_key, thing_name, thing_type, domain, ts, doc) VALUES (NULL, ?, ?, 'root', ?, ?)",
   );
@@ -87,6 +95,8 @@ async function main(): Promise<void> {
       }
     })();
   }
+  for (const ix of indexes) db.exec(ix.sql);
+  db.pragma("synchronous = NORMAL");
   db.exec("ANALYZE");
   const loadSeconds = (performance.now() - t0) / 1000;
 
@@ -117,12 +127,12 @@ async function main(): Promise<void> {
     [string, number, number, string, number, number],
     { k: string; key: number | string; n: number; a: number | null; m: number | null }
   >(
-    `SELECT 'h' AS k, (ts / 3600000) * 3600000 AS key, count(*) AS n,
-            avg(json_extract(doc, '$.state.temp')) AS a, max(json_extract(doc, '$.state.temp')) AS m
-       FROM observations WHERE thing_type = ? AND ts >= ? AND ts < ? GROUP BY 2
+    `SELECT 'h' AS k, (ts / 3600000) * 3600000 AS key, count(*) AS n, avg(t) AS a, max(t) AS m
+       FROM (SELECT ts, json_extract(doc, '$.state.temp') AS t FROM observations INDEXED BY observations_type_ts
+              WHERE thing_type = ? AND ts >= ? AND ts < ?) GROUP BY 2
      UNION ALL
      SELECT 't', thing_name, count(*), NULL, NULL
-       FROM observations WHERE thing_type = ? AND ts >= ? AND ts < ? GROUP BY thing_name`,
+       FROM observations INDEXED BY observations_type_ts WHERE thing_type = ? AND ts >= ? AND ts < ? GROUP BY thing_name`,
   );
   const handWritten = () => {
     const rows = sql.all("3", dayFrom, dayTo, "3", dayFrom, dayTo);
@@ -218,7 +228,7 @@ async function main(): Promise<void> {
   const header = [
     `machine: ${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores, Node ${process.version}, ${new Date().toISOString()}`,
     `rerun: \`${COMMAND}\`${ROWS === 5_000_000 ? "" : ` (BENCH_FIND_ROWS=${ROWS})`}`,
-    `data: ${ROWS.toLocaleString("en")} observations over ${DAYS} days, ${THING_TYPES.length} thing types x ${THINGS_PER_TYPE} things; loaded in ${loadSeconds.toFixed(1)} s (prepared insert, one transaction per 50k rows)`,
+    `data: ${ROWS.toLocaleString("en")} observations over ${DAYS} days, ${THING_TYPES.length} thing types x ${THINGS_PER_TYPE} things; loaded in ${loadSeconds.toFixed(1)} s (prepared insert, one transaction per 50k rows, indexes rebuilt after)`,
     `dashboard query: one day, term thingType, date_histogram 1h with avg+max of state.temp, terms thingName size 10: ${es.hits.total.toLocaleString("en")} matching observations; answers checked equal before timing; median of ${RUNS}`,
   ];
   const table = [

@@ -1,12 +1,8 @@
 import type { Db } from "../store/index.js";
 import type { Statement } from "better-sqlite3";
 
-/** A stored row as the readers need it. */
-export interface CandidateRow {
-  id: number;
-  thing_type: string;
-  doc: string;
-}
+/** A stored row as FIND reads it: id, thing type, document JSON. */
+export type CandidateRow = [id: number, thingType: string, doc: string];
 
 export interface ExportRow {
   id: number;
@@ -37,22 +33,21 @@ export class ObservationReader {
 
   constructor(private readonly db: Db) {}
 
-  candidates(f: CandidateFilter): IterableIterator<CandidateRow> {
+  /**
+   * All candidate rows at once, as arrays: far cheaper per row in
+   * better-sqlite3 than iterating objects, and FIND holds its matches anyway.
+   */
+  candidates(f: CandidateFilter): CandidateRow[] {
     const names = f.thingNames;
     const key = `c:${f.thingTypes.length}:${names?.length ?? -1}`;
     let stmt = this.statements.get(key);
     if (!stmt) {
       let sql = `SELECT id, thing_type, doc FROM observations WHERE ts >= ? AND ts <= ? AND thing_type IN (${marks(f.thingTypes.length)})`;
       if (names) sql += ` AND thing_name IN (${marks(names.length)})`;
-      stmt = this.db.prepare(sql);
+      stmt = this.db.prepare(sql).raw(true);
       this.statements.set(key, stmt);
     }
-    return stmt.iterate(
-      clamp(f.tsFrom),
-      clamp(f.tsTo),
-      ...f.thingTypes,
-      ...(names ?? []),
-    ) as IterableIterator<CandidateRow>;
+    return stmt.all(clamp(f.tsFrom), clamp(f.tsTo), ...f.thingTypes, ...(names ?? [])) as CandidateRow[];
   }
 
   /**

@@ -77,13 +77,8 @@ export function runFind(reader: ObservationReader, plan: FindPlan, scope: FindSc
       thingNames: p.thingNames ? [...p.thingNames] : undefined,
     });
     const m = plan.matcher;
-    for (const row of rows) {
-      const doc: Doc = {
-        id: row.id,
-        thingType: row.thing_type,
-        source: JSON.parse(row.doc) as Record<string, unknown>,
-        score: 0,
-      };
+    for (const [id, thingType, json] of rows) {
+      const doc: Doc = { id, thingType, source: JSON.parse(json) as Record<string, unknown>, score: 0 };
       if (!m.test(doc)) continue;
       doc.score = m.score(doc);
       matches.push(doc);
