@@ -4,12 +4,8 @@ import type { Statement } from "better-sqlite3";
 /** A stored row as FIND reads it: id, thing type, document JSON. */
 export type CandidateRow = [id: number, thingType: string, doc: string];
 
-export interface ExportRow {
-  id: number;
-  ts: number;
-  thing_name: string;
-  doc: string;
-}
+/** A row of an export page: id, timestamp, thing name, document JSON. */
+export type ExportRow = [id: number, ts: number, thingName: string, doc: string];
 
 export interface CandidateFilter {
   tsFrom: number;
@@ -67,11 +63,13 @@ export class ObservationReader {
     let stmt = this.statements.get(key);
     if (!stmt) {
       const where = byType ? "thing_type = ?" : `thing_name IN (${marks(n)})`;
-      stmt = this.db.prepare(
-        `SELECT id, ts, thing_name, doc FROM observations
+      stmt = this.db
+        .prepare(
+          `SELECT id, ts, thing_name, doc FROM observations
          WHERE ts >= ? AND ts < ? AND (ts > ? OR id > ?) AND ${where}
          ORDER BY ts, id LIMIT ?`,
-      );
+        )
+        .raw(true);
       this.statements.set(key, stmt);
     }
     const scopeArgs = byType ? [scope.thingType!] : [...(scope.things ?? [])];

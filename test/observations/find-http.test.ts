@@ -99,6 +99,22 @@ describe("POST /observations/find", () => {
     expect(await json(res)).toMatchObject({ messageKey: "INVALID_ARGUMENTS", property: "query" });
   });
 
+  it("is described in the OpenAPI document with the export operations", async () => {
+    const doc = await json(await t.call("GET", "/openapi.json"));
+    for (const path of [
+      "/observations/find",
+      "/observations/export/jobs",
+      "/observations/export/jobs/{id}",
+      "/observations/export/jobs/{id}/executions",
+      "/observations/export/executions",
+      "/observations/export/executions/{id}",
+      "/observations/export/executions/{id}/download",
+      "/storage/exports/{id}",
+    ]) {
+      expect(doc.paths, path).toHaveProperty([path]);
+    }
+  });
+
   it("names the unsupported clause", async () => {
     const body = await json(
       await find("alice", { query: { query: { bool: { must: [range, { more_like_this: {} }] } } } }),

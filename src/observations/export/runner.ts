@@ -135,16 +135,15 @@ export class ExportRunner {
         if (this.cancelled.has(e.id)) throw new Cancelled();
         const rows = this.deps.reader.exportPage(scope, e.windowFrom, e.windowTo, after, PAGE_ROWS);
         let chunk = "";
-        for (const row of rows) {
-          scanned += Buffer.byteLength(row.doc);
-          const doc = JSON.parse(row.doc) as { state?: Record<string, unknown> };
-          const state = doc.state ?? {};
-          chunk += csvLine([new Date(row.ts).toISOString(), row.thing_name, ...job.resources.map((r) => state[r])]);
+        for (const [, ts, thingName, json] of rows) {
+          scanned += Buffer.byteLength(json);
+          const state = (JSON.parse(json) as { state?: Record<string, unknown> }).state ?? {};
+          chunk += csvLine([new Date(ts).toISOString(), thingName, ...job.resources.map((r) => state[r])]);
         }
         if (chunk) await put(chunk);
         if (rows.length < PAGE_ROWS) break;
-        const last = rows[rows.length - 1]!;
-        after = { ts: last.ts, id: last.id };
+        const [id, ts] = rows[rows.length - 1]!;
+        after = { ts, id };
         await yieldToLoop();
       }
       gzip.end();
