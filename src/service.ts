@@ -53,6 +53,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const search = new SearchIndex({ identity, registry }, bus);
   const secret = jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR);
   const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
+  const metrics = createMetrics();
   const observationReader = new ObservationReader(db);
   const exports = createExports({
     db,
@@ -63,12 +64,13 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     clock,
     dataDir: config.DMS_DATA_DIR,
     signer,
+    metrics: metrics.registry,
   });
   const services: Services = {
     config,
     db,
     logger,
-    metrics: createMetrics(),
+    metrics,
     bus,
     identity,
     tokens: new Tokens(secret, clock),

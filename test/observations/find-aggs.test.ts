@@ -200,6 +200,16 @@ describe("terms (rest-api-spec 20_terms.yml; reference 5.6 search-aggregations-b
     });
   });
 
+  it("Boolean test: keys 1/0 with key_as_string true/false", () => {
+    const b = esIndex([true, false, true].map((v, i) => ({ timestamp: T0 + i, state: { boolean: v } })));
+    const r = b.search({ aggs: { b: { terms: { field: "state.boolean" } } } });
+    expect(r.aggregations.b.buckets).toEqual([
+      { key: 1, key_as_string: "true", doc_count: 2 },
+      { key: 0, key_as_string: "false", doc_count: 1 },
+    ]);
+    b.close();
+  });
+
   it("Number keys stay numbers; size 1 leaves the rest in sum_other_doc_count", () => {
     const r = es.search({ aggs: { n: { terms: { field: "state.number", size: 1 } } } });
     expect(r.aggregations.n).toEqual({

@@ -1,5 +1,6 @@
 import { Readable } from "node:stream";
 import { createRoute, z } from "@hono/zod-openapi";
+import { Histogram } from "prom-client";
 import { authorize, type Principal } from "../../auth/index.js";
 import { invalid, notFound } from "../../errors/index.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, executionDetail, planFind, runFind } from "../../observations/index.js";
@@ -207,14 +208,23 @@ const storageExport = createRoute({
 
 export const observationRoutes: RouteModule = (app, services) => {
   const exports = services.exports;
+  const findSeconds = new Histogram({
+    name: "dms_find_duration_seconds",
+    help: "FIND: planning, reading and evaluating a query",
+    buckets: [0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+    registers: [services.metrics.registry],
+  });
 
   app.openapi(find, (c) => {
     const principal = c.get("principal");
     authorize(principal, "Observations.READ", principal.homeDomain);
     const body = c.req.valid("json");
+    const stop = findSeconds.startTimer();
     const plan = planFind(body.query, services.clock());
     const thingTypes = readableThingTypes(services, principal, body.queryScope?.thingTypes);
-    return c.json(runFind(services.observationReader, plan, { thingTypes }), 200);
+    const answer = runFind(services.observationReader, plan, { thingTypes });
+    stop();
+    return c.json(answer, 200);
   });
 
   app.openapi(createJob, (c) => c.json(exports.service.create(c.get("principal"), c.req.valid("json")), 200));

@@ -1,3 +1,4 @@
+import { Counter, type Registry } from "prom-client";
 import type { Mailer } from "../../mail/index.js";
 import type { Logger } from "../../observability/index.js";
 import type { Db } from "../../store/index.js";
@@ -26,6 +27,8 @@ export interface ExportDeps {
   dataDir: string;
   /** The service's signer of `/storage/...` URLs. */
   signer: UrlSigner;
+  /** Where the export metrics are registered. */
+  metrics?: Registry;
 }
 
 /** Everything data export needs, wired once. */
@@ -47,7 +50,23 @@ export function createExports(d: ExportDeps): Exports {
   const signer = d.signer;
   const downloadPath = (id: string): string => storagePath("exports", id);
   const downloadUrl = (id: string): string => signer.signFor({ method: "GET", path: downloadPath(id) });
+  const registers = d.metrics ? [d.metrics] : [];
+  const executions = new Counter({
+    name: "dms_export_executions_total",
+    help: "Export executions ended, by status",
+    labelNames: ["status"],
+    registers,
+  });
+  const rows = new Counter({
+    name: "dms_export_rows_total",
+    help: "Observation rows written to export files",
+    registers,
+  });
   const runner = new ExportRunner({
+    onEnd: (status, written) => {
+      executions.inc({ status });
+      rows.inc(written);
+    },
     store,
     reader: d.reader,
     files,

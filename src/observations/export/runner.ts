@@ -21,6 +21,8 @@ export interface RunnerDeps {
   clock: () => number;
   /** The signed download URL of an execution's file, for the notification e-mail. */
   downloadUrl: (executionId: string) => string;
+  /** Told when an execution ends SUCCEEDED or FAILED, with the rows written. */
+  onEnd?: (status: "SUCCEEDED" | "FAILED", rows: number) => void;
 }
 
 class Cancelled extends Error {}
@@ -96,30 +98,32 @@ export class ExportRunner {
     if (!stored) return;
     if (!store.transition(id, "RUNNING")) return;
     const started = performance.now();
-    let scanned = 0;
+    let written: { scanned: number; rows: number };
     try {
-      scanned = await this.write(execution, stored.job);
+      written = await this.write(execution, stored.job);
     } catch (err) {
       if (err instanceof Cancelled) {
         if (this.stopping) logger.info({ executionId: id }, "export interrupted by shutdown; resumes on start");
         return;
       }
       const engineMs = Math.round(performance.now() - started);
-      store.transition(id, "FAILED", { completion: this.now(), engineMs, dataScanned: scanned });
+      store.transition(id, "FAILED", { completion: this.now(), engineMs });
       logger.error({ err, executionId: id }, "export failed");
+      this.deps.onEnd?.("FAILED", 0);
       await this.notify(stored.job, store.execution(id)!);
       return;
     }
     const engineMs = Math.round(performance.now() - started);
-    if (!store.transition(id, "SUCCEEDED", { completion: this.now(), engineMs, dataScanned: scanned })) {
+    if (!store.transition(id, "SUCCEEDED", { completion: this.now(), engineMs, dataScanned: written.scanned })) {
       this.deps.files.remove(id);
       return;
     }
+    this.deps.onEnd?.("SUCCEEDED", written.rows);
     await this.notify(stored.job, store.execution(id)!);
   }
 
-  /** Streams the CSV of the execution's window; answers the bytes of observations scanned. */
-  private async write(e: ExportExecution, job: ExportJob): Promise<number> {
+  /** Streams the CSV of the execution's window; answers the bytes of observations scanned and the rows written. */
+  private async write(e: ExportExecution, job: ExportJob): Promise<{ scanned: number; rows: number }> {
     const out = this.deps.files.create(e.id);
     const gzip = createGzip();
     const done = pipeline(gzip, out.stream);
@@ -127,6 +131,7 @@ export class ExportRunner {
       if (!gzip.write(text)) await once(gzip, "drain");
     };
     let scanned = 0;
+    let written = 0;
     try {
       await put(csvLine(["timestamp", "thingName", ...job.resources]));
       const scope = job.thingType !== undefined ? { thingType: job.thingType } : { things: job.things ?? [] };
@@ -140,6 +145,7 @@ export class ExportRunner {
           const state = (JSON.parse(json) as { state?: Record<string, unknown> }).state ?? {};
           chunk += csvLine([new Date(ts).toISOString(), thingName, ...job.resources.map((r) => state[r])]);
         }
+        written += rows.length;
         if (chunk) await put(chunk);
         if (rows.length < PAGE_ROWS) break;
         const [id, ts] = rows[rows.length - 1]!;
@@ -149,7 +155,7 @@ export class ExportRunner {
       gzip.end();
       await done;
       out.commit();
-      return scanned;
+      return { scanned, rows: written };
     } catch (err) {
       gzip.destroy(err instanceof Error ? err : new Error(String(err)));
       await done.catch(() => undefined);

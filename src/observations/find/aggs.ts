@@ -464,6 +464,7 @@ const terms: Builder = (body, b) => {
       : parseFormat(String(body.format))
     : undefined;
   return (docs) => {
+    let booleans = false;
     const groups = new Map<unknown, Bucket>();
     const add = (key: unknown, d: Doc): void => {
       let g = groups.get(key);
@@ -474,6 +475,7 @@ const terms: Builder = (body, b) => {
       const vs = get(d);
       if (vs.length === 0 && missing !== undefined) add(missing, d);
       for (const v of vs) {
+        if (typeof v === "boolean") booleans = true;
         const key = typeof v === "boolean" ? (v ? 1 : 0) : typeof v === "object" ? JSON.stringify(v) : v;
         if (include && !include(key)) continue;
         if (exclude && exclude(key)) continue;
@@ -483,7 +485,7 @@ const terms: Builder = (body, b) => {
     const kept = [...groups.values()].filter((g) => g.docs.length >= minDocCount);
     const rendered = kept.map((bucket) => ({
       bucket,
-      out: renderBucket(bucket, keyFieldsOf(bucket.key, format), b.subs),
+      out: renderBucket(bucket, booleans ? booleanKey(bucket.key) : keyFieldsOf(bucket.key, format), b.subs),
     }));
     sortBuckets(rendered, order, true);
     const shown = rendered.slice(0, size);
@@ -492,6 +494,11 @@ const terms: Builder = (body, b) => {
     return { doc_count_error_upper_bound: 0, sum_other_doc_count: other, buckets: shown.map((r) => r.out) };
   };
 };
+
+/** ES 5.6 answers boolean terms as 1/0 with `key_as_string` "true"/"false". */
+function booleanKey(key: unknown): Output {
+  return key === 1 || key === 0 ? { key, key_as_string: key === 1 ? "true" : "false" } : { key };
+}
 
 function keyFieldsOf(key: unknown, format: DateFormat | undefined): Output {
   return format && typeof key === "number" ? { key, key_as_string: format.print(key, UTC) } : { key };
