@@ -33,17 +33,17 @@ export class ObservationReader {
    * All candidate rows at once, as arrays: far cheaper per row in
    * better-sqlite3 than iterating objects, and FIND holds its matches anyway.
    */
-  candidates(f: CandidateFilter): CandidateRow[] {
+  candidates(f: CandidateFilter, limit: number): CandidateRow[] {
     const names = f.thingNames;
     const key = `c:${f.thingTypes.length}:${names?.length ?? -1}`;
     let stmt = this.statements.get(key);
     if (!stmt) {
       let sql = `SELECT id, thing_type, doc FROM observations WHERE ts >= ? AND ts <= ? AND thing_type IN (${marks(f.thingTypes.length)})`;
       if (names) sql += ` AND thing_name IN (${marks(names.length)})`;
-      stmt = this.db.prepare(sql).raw(true);
+      stmt = this.db.prepare(`${sql} LIMIT ?`).raw(true);
       this.statements.set(key, stmt);
     }
-    return stmt.all(clamp(f.tsFrom), clamp(f.tsTo), ...f.thingTypes, ...(names ?? [])) as CandidateRow[];
+    return stmt.all(clamp(f.tsFrom), clamp(f.tsTo), ...f.thingTypes, ...(names ?? []), limit) as CandidateRow[];
   }
 
   /**

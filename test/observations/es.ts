@@ -31,8 +31,8 @@ export function esIndex(docs: TestObservation[], now = Date.parse("2017-06-01T00
   const reader = new ObservationReader(db);
   return {
     /** Runs an ES request as is (it must carry its own timestamp range). */
-    raw(request: unknown, thingTypes = ["10", "20"]): Payload {
-      return runFind(reader, planFind(request, now), { thingTypes });
+    raw(request: unknown, thingTypes = ["10", "20"], limit?: number): Payload {
+      return runFind(reader, planFind(request, now), { thingTypes }, limit);
     },
     /** Runs an ES case: its query (match_all if none) gets the mandatory timestamp filter beside it, which scores nothing. */
     search(request: Record<string, unknown>): Payload {

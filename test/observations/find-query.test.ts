@@ -249,6 +249,13 @@ describe("hits: shape, from/size, sort, _source, track_scores (reference 5.6 sea
       state: { temp: 1, obj: { a: 1 } },
     });
   });
+  it("a query that would read more observations than the limit is refused, not answered half", () => {
+    expect(() => es.raw({ query: { range: { timestamp: { gte: 0 } } } }, ["10", "20"], 2)).toThrow(
+      /more than 2 observations/,
+    );
+    expect(es.raw({ query: { range: { timestamp: { gte: 0 } } } }, ["10", "20"], 3).hits.total).toBe(3);
+  });
+
   it("the thing types in scope are the indices searched", () => {
     const r = es.raw({ query: { range: { timestamp: { gte: 0 } } } }, ["20"]);
     expect(r.hits.total).toBe(1);

@@ -8,6 +8,11 @@ import { compileQuery, newPushdown, type Matcher, type Pushdown } from "./query.
 
 /** The request keys FIND understands; anything else is refused by name. */
 const REQUEST_KEYS = ["query", "aggs", "aggregations", "size", "from", "sort", "_source", "track_scores", "timeout"];
+/**
+ * Observations one FIND may read. Every candidate is held parsed while the
+ * aggregations run, so this bounds the memory of a query.
+ */
+export const MAX_CANDIDATES = 1_000_000;
 /** ES's index.max_result_window. */
 const MAX_RESULT_WINDOW = 10_000;
 
@@ -63,19 +68,25 @@ export interface FindScope {
 }
 
 /** Runs a plan over the store and answers exactly as Elasticsearch 5.6 does. */
-export function runFind(reader: ObservationReader, plan: FindPlan, scope: FindScope): Json {
+export function runFind(reader: ObservationReader, plan: FindPlan, scope: FindScope, limit = MAX_CANDIDATES): Json {
   const started = performance.now();
   const p = plan.pushdown;
   const types = p.thingTypes ? scope.thingTypes.filter((t) => p.thingTypes!.has(t)) : scope.thingTypes;
   const matches: Doc[] = [];
   const empty = types.length === 0 || p.tsFrom > p.tsTo || (p.thingNames !== undefined && p.thingNames.size === 0);
   if (!empty) {
-    const rows = reader.candidates({
-      tsFrom: p.tsFrom,
-      tsTo: p.tsTo,
-      thingTypes: types,
-      thingNames: p.thingNames ? [...p.thingNames] : undefined,
-    });
+    const rows = reader.candidates(
+      {
+        tsFrom: p.tsFrom,
+        tsTo: p.tsTo,
+        thingTypes: types,
+        thingNames: p.thingNames ? [...p.thingNames] : undefined,
+      },
+      limit + 1,
+    );
+    if (rows.length > limit) {
+      throw badQuery(`it would read more than ${limit} observations: narrow the timestamp range or the thing types`);
+    }
     const m = plan.matcher;
     for (const [id, thingType, json] of rows) {
       const doc: Doc = { id, thingType, source: JSON.parse(json) as Record<string, unknown>, score: 0 };
