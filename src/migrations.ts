@@ -3,8 +3,8 @@ import { authMigrations } from "./auth/index.js";
 import { filesMigrations } from "./files/index.js";
 import { eventsMigrations } from "./events/index.js";
 import { engineMigrations } from "./engine/index.js";
-import { observationMigrations } from "./observations/index.js";
 import { rulesMigrations } from "./rules/index.js";
+import { exportMigrations, observationMigrations } from "./observations/index.js";
 import type { Migration } from "./store/index.js";
 import { thingsMigrations } from "./things/index.js";
 
@@ -18,4 +18,5 @@ export const migrations: readonly Migration[] = [
   ...actionsMigrations,
   ...eventsMigrations,
   ...engineMigrations,
+  ...exportMigrations,
 ];

@@ -15,9 +15,9 @@ import { migrations } from "./migrations.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
 import { RuleStore, RulesService } from "./rules/index.js";
-import { ObservationStore } from "./observations/index.js";
 import { createProxy } from "./proxy/index.js";
 import { Files, LocalFileStore } from "./files/index.js";
+import { ObservationReader, ObservationStore, createExports } from "./observations/index.js";
 import { SearchIndex } from "./search/index.js";
 import { UrlSigner, signingKey } from "./signing/index.js";
 import { openDatabase } from "./store/index.js";
@@ -78,6 +78,19 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     registry: metrics.registry,
     deps: { config, logger, mailer, ingest, events, publisher, timers },
   });
+  const secret = jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR);
+  const observationReader = new ObservationReader(db);
+  const exports = createExports({
+    db,
+    reader: observationReader,
+    registry,
+    mailer,
+    logger,
+    clock,
+    dataDir: config.DMS_DATA_DIR,
+    signer,
+    metrics: metrics.registry,
+  });
   const services: Services = {
     config,
     db,
@@ -85,7 +98,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     metrics,
     bus,
     identity,
-    tokens: new Tokens(jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR), clock),
+    tokens: new Tokens(secret, clock),
     registry,
     observations: new ObservationStore(db),
     signer,
@@ -102,6 +115,8 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     actions,
     actionSink: actions,
     events,
+    observationReader,
+    exports,
     clock,
   };
   if (config.DMS_PROVISION) {
@@ -109,7 +124,11 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     logger.info({ file: config.DMS_PROVISION }, "provisioning applied");
   }
 
-  const components: Component[] = [];
+  const components: Component[] = [
+    // Instant exports run in whichever process accepted them, so the runner stops with every process.
+    { name: "export-runner", start: async () => {}, stop: () => exports.runner.stop() },
+  ];
+  if (config.roles.has("scheduler")) components.push(exports.scheduler);
   if (config.roles.has("actions")) {
     components.push({
       name: "actions",

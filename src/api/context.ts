@@ -6,7 +6,7 @@ import type { Config } from "../config/index.js";
 import type { EventStore } from "../events/index.js";
 import type { EngineService, ObservationIngest } from "../engine/index.js";
 import type { Mailer } from "../mail/index.js";
-import type { ObservationStore } from "../observations/index.js";
+import type { Exports, ObservationReader, ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
 import type { Proxy } from "../proxy/index.js";
 import type { Files } from "../files/index.js";
@@ -27,6 +27,10 @@ export interface Services {
   tokens: Tokens;
   registry: ThingRegistry;
   observations: ObservationStore;
+  /** FIND and export reads of the observation table. */
+  observationReader: ObservationReader;
+  /** Export jobs, their executions, runner and scheduler. */
+  exports: Exports;
   mailer: Mailer;
   /** Signs and checks the `/storage/...` URLs (files, exports, job documents). */
   signer: UrlSigner;

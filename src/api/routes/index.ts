@@ -8,6 +8,7 @@ import { adminThingRoutes } from "./admin-things.js";
 import { adminUserRoutes } from "./admin-users.js";
 import { authRoutes } from "./auth.js";
 import { fileRoutes } from "./files.js";
+import { observationRoutes } from "./observations.js";
 import { searchRoutes } from "./search.js";
 import { storageFileRoutes } from "./storage-files.js";
 import { eventRoutes } from "./events.js";
@@ -30,4 +31,5 @@ export const routeModules: readonly RouteModule[] = [
   ruleRoutes,
   actionRoutes,
   eventRoutes,
+  observationRoutes,
 ];
