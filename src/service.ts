@@ -4,7 +4,9 @@ import { createApp, routeModules, type Api, type Services } from "./api/index.js
 import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { EventBus } from "./bus/index.js";
 import type { Config } from "./config/index.js";
+import { DeviceJobs, JobDocuments, JobScheduler, ThingJobs, UrlSigner } from "./jobs/index.js";
 import { migrations } from "./migrations.js";
+import { DeviceBridge } from "./mqtt/index.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
 import { openDatabase } from "./store/index.js";
@@ -28,6 +30,8 @@ export interface Dms {
 export interface StartOptions {
   clock?: () => number;
   logger?: Logger;
+  /** How often the job scheduler looks for due timers (ms); tests shorten it. */
+  jobsPollMs?: number;
 }
 
 /** Opens storage, applies provisioning and starts the parts `DMS_ROLES` names. */
@@ -38,6 +42,9 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const bus = new EventBus();
   const identity = new Identity(db, bus);
   const registry = new ThingRegistry(db, bus, (id) => identity.domain(id) !== undefined);
+  const secret = jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR);
+  const documents = new JobDocuments(db, new UrlSigner(secret, config.DMS_PUBLIC_URL, clock), clock);
+  const jobs = new ThingJobs({ db, registry, bus, documents, clock, logger });
   const services: Services = {
     config,
     db,
@@ -45,9 +52,10 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     metrics: createMetrics(),
     bus,
     identity,
-    tokens: new Tokens(jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR), clock),
+    tokens: new Tokens(secret, clock),
     registry,
     clock,
+    jobs,
   };
   if (config.DMS_PROVISION) {
     await provisionFromFile(config.DMS_PROVISION, services);
@@ -56,6 +64,27 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
 
   const app = createApp(services, routeModules);
   const components: Component[] = [];
+  if (config.roles.has("scheduler")) {
+    services.jobScheduler = new JobScheduler(jobs, logger, options.jobsPollMs);
+    components.push(services.jobScheduler);
+  }
+  if (config.roles.has("mqtt")) {
+    const device = new DeviceJobs(jobs);
+    services.deviceBridge = new DeviceBridge({
+      mqttUrl: config.MQTT_URL,
+      port: config.DMS_MQTT_PORT,
+      host: config.DMS_HTTP_HOST,
+      jobs: {
+        handle: (thingName, suffix, payload) => device.handle(thingName, suffix, payload),
+        notifications: (thingName) => device.notifications(thingName),
+        onPendingChanged: (listener) => jobs.onPendingChanged(listener),
+      },
+      verifyThingSecret: (thingName, s) => registry.verifyThingSecret(thingName, s),
+      bus,
+      logger,
+    });
+    components.push(services.deviceBridge);
+  }
   const started: Component[] = [];
   let server: ServerType | undefined;
   let url: string | undefined;
@@ -65,6 +94,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
       await c.stop().catch((err: unknown) => logger.error({ err, component: c.name }, "stop failed"));
     }
     if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
+    jobs.close();
     db.close();
   };
 

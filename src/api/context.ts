@@ -1,5 +1,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { Identity, Principal, Tokens } from "../auth/index.js";
+import type { JobScheduler, ThingJobs } from "../jobs/index.js";
+import type { DeviceBridge } from "../mqtt/index.js";
 import type { EventBus } from "../bus/index.js";
 import type { Config } from "../config/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
@@ -18,6 +20,12 @@ export interface Services {
   registry: ThingRegistry;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;
+  /** Thing jobs and job documents (src/jobs). */
+  jobs?: ThingJobs;
+  /** Runs the jobs' timers when this process has the `scheduler` role. */
+  jobScheduler?: JobScheduler;
+  /** The device MQTT bridge when this process has the `mqtt` role. */
+  deviceBridge?: DeviceBridge;
 }
 
 export interface ApiEnv {
