@@ -106,8 +106,12 @@ export class DeviceJobs {
     if (!match) throw new DeviceError("InvalidTopic", `Unknown jobs topic ${suffix}`);
     const [, jobId, verb] = match as unknown as [string, string, "get" | "update"];
     if (verb === "get") {
-      const row = jobId === "$next" ? this.jobs.pending(thingName)[0] : this.visible(jobId, thingName, req);
-      if (!row) return {};
+      if (jobId === "$next") {
+        const next = this.jobs.pending(thingName)[0];
+        return next ? { execution: this.execution(next, req.includeJobDocument !== false) } : {};
+      }
+      const row = this.visible(jobId, thingName, req);
+      if (!row) throw new DeviceError("ResourceNotFound", `No execution of job ${jobId} on thing ${thingName}`);
       return { execution: this.execution(row, req.includeJobDocument !== false) };
     }
     return this.update(thingName, jobId, req, now);
