@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { Statement } from "better-sqlite3";
 import type { EventBus } from "../bus/index.js";
 import { ApiError, invalid, notFound } from "../errors/index.js";
 import type { Logger } from "../observability/index.js";
@@ -92,6 +93,7 @@ export class ThingJobs {
   private readonly clock: () => number;
   private readonly logger: Logger;
   private touched = new Set<string>();
+  private readonly statements = new Map<string, unknown>();
   private listeners: PendingListener[] = [];
   private readonly unsubscribe: () => void;
 
@@ -108,6 +110,16 @@ export class ThingJobs {
         this.logger.error({ err, event: e }, "continuous job membership update failed");
       }
     });
+  }
+
+  /** A prepared statement, prepared once per SQL text: the device path runs a few per message. */
+  private q<P extends unknown[] | object = unknown[], R = unknown>(sql: string): Statement<P, R> {
+    let statement = this.statements.get(sql) as Statement<P, R> | undefined;
+    if (!statement) {
+      statement = this.db.prepare<P, R>(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
   }
 
   close(): void {
@@ -178,26 +190,24 @@ export class ThingJobs {
     const jobId = randomUUID();
     const now = this.clock();
     this.mutate(() => {
-      this.db
-        .prepare(
-          `INSERT INTO thing_jobs (job_id, domain, description, status, target_selection, document_id, target_things,
+      this.q(
+        `INSERT INTO thing_jobs (job_id, domain, description, status, target_selection, document_id, target_things,
              created_at, last_updated_at, maximum_per_minute, in_progress_timeout_minutes, abort_config)
            VALUES (?, ?, ?, 'IN_PROGRESS', ?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(
-          jobId,
-          input.domain,
-          input.description,
-          input.targetSelection,
-          doc.document_id,
-          JSON.stringify(things),
-          isoNow(now),
-          isoNow(now),
-          input.maximumPerMinute ?? null,
-          input.timeoutConfig?.inProgressTimeoutInMinutes ?? null,
-          input.abortConfig ? JSON.stringify(input.abortConfig) : null,
-        );
-      const addGroup = this.db.prepare(
+      ).run(
+        jobId,
+        input.domain,
+        input.description,
+        input.targetSelection,
+        doc.document_id,
+        JSON.stringify(things),
+        isoNow(now),
+        isoNow(now),
+        input.maximumPerMinute ?? null,
+        input.timeoutConfig?.inProgressTimeoutInMinutes ?? null,
+        input.abortConfig ? JSON.stringify(input.abortConfig) : null,
+      );
+      const addGroup = this.q(
         "INSERT OR IGNORE INTO thing_job_groups (job_id, group_id, group_name, position) VALUES (?, ?, ?, ?)",
       );
       groups.forEach((g, i) => addGroup.run(jobId, g.id, g.name, i));
@@ -211,7 +221,7 @@ export class ThingJobs {
   }
 
   jobRow(jobId: string): JobRow | undefined {
-    return this.db.prepare<[string], JobRow>("SELECT * FROM thing_jobs WHERE job_id = ?").get(jobId);
+    return this.q<[string], JobRow>("SELECT * FROM thing_jobs WHERE job_id = ?").get(jobId);
   }
 
   requireJob(jobId: string): JobRow {
@@ -254,14 +264,12 @@ export class ThingJobs {
       targetSelection?: TargetSelection | undefined;
     },
   ): ThingJobListItem[] {
-    const rows = this.db
-      .prepare<[{ status: string | null; sel: string | null; group: string | null }], JobRow>(
-        `SELECT * FROM thing_jobs j
+    const rows = this.q<[{ status: string | null; sel: string | null; group: string | null }], JobRow>(
+      `SELECT * FROM thing_jobs j
          WHERE (@status IS NULL OR status = @status) AND (@sel IS NULL OR target_selection = @sel)
            AND (@group IS NULL OR EXISTS (SELECT 1 FROM thing_job_groups g WHERE g.job_id = j.job_id AND g.group_id = @group))
          ORDER BY created_at DESC, job_id`,
-      )
-      .all({ status: filter.status ?? null, sel: filter.targetSelection ?? null, group: filter.groupId ?? null });
+    ).all({ status: filter.status ?? null, sel: filter.targetSelection ?? null, group: filter.groupId ?? null });
     return rows
       .filter((r) => domains.has(r.domain))
       .map((r) => {
@@ -288,18 +296,14 @@ export class ThingJobs {
 
   /** AWS semantics without force: queued executions are canceled, running ones may finish. */
   private cancelJob(row: JobRow, comment: string | undefined, now: number, reason: string): void {
-    this.db
-      .prepare(
-        `UPDATE thing_jobs SET status = 'CANCELED', canceled_at = ?, last_updated_at = ?, comment = COALESCE(?, comment),
+    this.q(
+      `UPDATE thing_jobs SET status = 'CANCELED', canceled_at = ?, last_updated_at = ?, comment = COALESCE(?, comment),
            rollout_next_at = NULL WHERE job_id = ?`,
-      )
-      .run(isoNow(now), isoNow(now), comment ?? null, row.job_id);
-    const canceled = this.db
-      .prepare<[number, string], { thing_name: string; released: number }>(
-        `UPDATE job_executions SET status = 'CANCELED', last_updated_at = ?, timeout_at = NULL
+    ).run(isoNow(now), isoNow(now), comment ?? null, row.job_id);
+    const canceled = this.q<[number, string], { thing_name: string; released: number }>(
+      `UPDATE job_executions SET status = 'CANCELED', last_updated_at = ?, timeout_at = NULL
          WHERE job_id = ? AND status = 'QUEUED' RETURNING thing_name, released`,
-      )
-      .all(now, row.job_id);
+    ).all(now, row.job_id);
     for (const c of canceled) if (c.released) this.touched.add(c.thing_name);
     this.logger.info({ jobId: row.job_id, reason, canceled: canceled.length }, "thing job canceled");
   }
@@ -330,14 +334,14 @@ export class ThingJobs {
     }
     const now = this.clock();
     this.mutate(() => {
-      const add = this.db.prepare(
-        "INSERT INTO thing_job_groups (job_id, group_id, group_name, position) VALUES (?, ?, ?, ?)",
-      );
+      const add = this.q("INSERT INTO thing_job_groups (job_id, group_id, group_name, position) VALUES (?, ?, ?, ?)");
       fresh.forEach((g, i) => add.run(jobId, g.id, g.name, known.size + i));
       for (const g of fresh) for (const t of g.things) this.startFor(jobId, t, now);
-      this.db
-        .prepare("UPDATE thing_jobs SET comment = COALESCE(?, comment), last_updated_at = ? WHERE job_id = ?")
-        .run(comment ?? null, isoNow(now), jobId);
+      this.q("UPDATE thing_jobs SET comment = COALESCE(?, comment), last_updated_at = ? WHERE job_id = ?").run(
+        comment ?? null,
+        isoNow(now),
+        jobId,
+      );
       this.release(this.jobRow(jobId)!, now);
     });
   }
@@ -353,13 +357,11 @@ export class ThingJobs {
       );
     }
     this.mutate(() => {
-      const pending = this.db
-        .prepare<[string], { thing_name: string }>(
-          "SELECT thing_name FROM job_executions WHERE job_id = ? AND released = 1 AND status IN ('QUEUED', 'IN_PROGRESS')",
-        )
-        .all(jobId);
+      const pending = this.q<[string], { thing_name: string }>(
+        "SELECT thing_name FROM job_executions WHERE job_id = ? AND released = 1 AND status IN ('QUEUED', 'IN_PROGRESS')",
+      ).all(jobId);
       for (const p of pending) this.touched.add(p.thing_name);
-      this.db.prepare("DELETE FROM thing_jobs WHERE job_id = ?").run(jobId);
+      this.q("DELETE FROM thing_jobs WHERE job_id = ?").run(jobId);
     });
   }
 
@@ -373,11 +375,10 @@ export class ThingJobs {
 
   executions(jobId: string, status: ExecutionStatus | undefined): JobExecutionSummaryItem[] {
     this.requireJob(jobId);
-    return this.db
-      .prepare<[{ job: string; status: string | null }], ExecutionRow>(
-        `SELECT * FROM job_executions WHERE job_id = @job AND (@status IS NULL OR status = @status)
+    return this.q<[{ job: string; status: string | null }], ExecutionRow>(
+      `SELECT * FROM job_executions WHERE job_id = @job AND (@status IS NULL OR status = @status)
          ORDER BY thing_name, execution_number`,
-      )
+    )
       .all({ job: jobId, status: status ?? null })
       .map((r) => {
         const summary: JobExecutionSummaryItem["jobExecutionSummary"] = {
@@ -394,17 +395,13 @@ export class ThingJobs {
   /** The execution with `executionNumber`, or the thing's latest one. */
   executionRow(jobId: string, thingName: string, executionNumber?: number): ExecutionRow | undefined {
     return executionNumber === undefined
-      ? this.db
-          .prepare<[string, string], ExecutionRow>(
-            `SELECT * FROM job_executions WHERE job_id = ? AND thing_name = ?
+      ? this.q<[string, string], ExecutionRow>(
+          `SELECT * FROM job_executions WHERE job_id = ? AND thing_name = ?
              ORDER BY execution_number DESC LIMIT 1`,
-          )
-          .get(jobId, thingName)
-      : this.db
-          .prepare<[string, string, number], ExecutionRow>(
-            "SELECT * FROM job_executions WHERE job_id = ? AND thing_name = ? AND execution_number = ?",
-          )
-          .get(jobId, thingName, executionNumber);
+        ).get(jobId, thingName)
+      : this.q<[string, string, number], ExecutionRow>(
+          "SELECT * FROM job_executions WHERE job_id = ? AND thing_name = ? AND execution_number = ?",
+        ).get(jobId, thingName, executionNumber);
   }
 
   execution(jobId: string, thingName: string, executionNumber?: number): JobExecution {
@@ -453,12 +450,10 @@ export class ThingJobs {
     }
     const now = this.clock();
     this.mutate(() => {
-      this.db
-        .prepare(
-          `UPDATE job_executions SET status = 'CANCELED', force_canceled = ?, last_updated_at = ?, timeout_at = NULL
+      this.q(
+        `UPDATE job_executions SET status = 'CANCELED', force_canceled = ?, last_updated_at = ?, timeout_at = NULL
            WHERE job_id = ? AND thing_name = ? AND execution_number = ?`,
-        )
-        .run(force ? 1 : 0, now, jobId, thingName, row.execution_number);
+      ).run(force ? 1 : 0, now, jobId, thingName, row.execution_number);
       if (row.released) this.touched.add(thingName);
       this.maybeComplete(jobId, now);
     });
@@ -472,9 +467,11 @@ export class ThingJobs {
       throw new ApiError("INVALID_ACTION", "The execution is IN_PROGRESS; delete it with force=true", "force", 409);
     }
     this.mutate(() => {
-      this.db
-        .prepare("DELETE FROM job_executions WHERE job_id = ? AND thing_name = ? AND execution_number = ?")
-        .run(jobId, thingName, executionNumber);
+      this.q("DELETE FROM job_executions WHERE job_id = ? AND thing_name = ? AND execution_number = ?").run(
+        jobId,
+        thingName,
+        executionNumber,
+      );
       if (row.released && !TERMINAL.has(row.status)) this.touched.add(thingName);
       this.maybeComplete(jobId, this.clock());
     });
@@ -505,25 +502,23 @@ export class ThingJobs {
     const timeoutAt = status === "IN_PROGRESS" ? minOf(inProgressDeadline, stepDeadline) : null;
     const details = change.statusDetails ? JSON.stringify(change.statusDetails) : row.status_details;
     const version = row.version_number + (change.byDevice ? 1 : 0);
-    this.db
-      .prepare(
-        `UPDATE job_executions SET status = ?, started_at = ?, last_updated_at = ?, version_number = ?, status_details = ?,
+    this.q(
+      `UPDATE job_executions SET status = ?, started_at = ?, last_updated_at = ?, version_number = ?, status_details = ?,
            in_progress_deadline = ?, step_deadline = ?, timeout_at = ?
          WHERE job_id = ? AND thing_name = ? AND execution_number = ?`,
-      )
-      .run(
-        status,
-        startedAt,
-        now,
-        version,
-        details,
-        inProgressDeadline,
-        stepDeadline,
-        timeoutAt,
-        row.job_id,
-        row.thing_name,
-        row.execution_number,
-      );
+    ).run(
+      status,
+      startedAt,
+      now,
+      version,
+      details,
+      inProgressDeadline,
+      stepDeadline,
+      timeoutAt,
+      row.job_id,
+      row.thing_name,
+      row.execution_number,
+    );
     if (status !== row.status) this.touched.add(row.thing_name);
     if (TERMINAL.has(status)) {
       this.checkAbort(row.job_id, now);
@@ -534,25 +529,21 @@ export class ThingJobs {
 
   /** Released executions a device may act on, running ones first, then by queue time. */
   pending(thingName: string): ExecutionRow[] {
-    return this.db
-      .prepare<[string], ExecutionRow>(
-        `SELECT * FROM job_executions WHERE thing_name = ? AND released = 1 AND status IN ('IN_PROGRESS', 'QUEUED')
+    return this.q<[string], ExecutionRow>(
+      `SELECT * FROM job_executions WHERE thing_name = ? AND released = 1 AND status IN ('IN_PROGRESS', 'QUEUED')
          ORDER BY status = 'IN_PROGRESS' DESC, queued_at, job_id`,
-      )
-      .all(thingName);
+    ).all(thingName);
   }
 
   // ---- timers ----
 
   /** The earliest moment a timer is due, for the scheduler to sleep until. */
   nextDue(): number | undefined {
-    const row = this.db
-      .prepare<[], { due: number | null }>(
-        `SELECT min(due) AS due FROM (
+    const row = this.q<[], { due: number | null }>(
+      `SELECT min(due) AS due FROM (
            SELECT min(timeout_at) AS due FROM job_executions WHERE timeout_at IS NOT NULL
            UNION ALL SELECT min(rollout_next_at) FROM thing_jobs WHERE rollout_next_at IS NOT NULL)`,
-      )
-      .get();
+    ).get();
     return row?.due ?? undefined;
   }
 
@@ -561,17 +552,13 @@ export class ThingJobs {
     const now = this.clock();
     return this.mutate(() => {
       let fired = 0;
-      const jobs = this.db
-        .prepare<[number], JobRow>(
-          "SELECT * FROM thing_jobs WHERE rollout_next_at IS NOT NULL AND rollout_next_at <= ? AND status = 'IN_PROGRESS'",
-        )
-        .all(now);
+      const jobs = this.q<[number], JobRow>(
+        "SELECT * FROM thing_jobs WHERE rollout_next_at IS NOT NULL AND rollout_next_at <= ? AND status = 'IN_PROGRESS'",
+      ).all(now);
       for (const job of jobs) fired += this.release(job, now);
-      const late = this.db
-        .prepare<[number], ExecutionRow>(
-          "SELECT * FROM job_executions WHERE timeout_at IS NOT NULL AND timeout_at <= ? AND status = 'IN_PROGRESS'",
-        )
-        .all(now);
+      const late = this.q<[number], ExecutionRow>(
+        "SELECT * FROM job_executions WHERE timeout_at IS NOT NULL AND timeout_at <= ? AND status = 'IN_PROGRESS'",
+      ).all(now);
       for (const row of late) {
         this.transition(row, "TIMED_OUT", now, { byDevice: false });
         fired++;
@@ -583,12 +570,10 @@ export class ThingJobs {
   // ---- internals ----
 
   private queue(jobId: string, thingName: string, executionNumber: number, now: number): void {
-    this.db
-      .prepare(
-        `INSERT INTO job_executions (job_id, thing_name, execution_number, status, released, queued_at, last_updated_at,
+    this.q(
+      `INSERT INTO job_executions (job_id, thing_name, execution_number, status, released, queued_at, last_updated_at,
            version_number) VALUES (?, ?, ?, 'QUEUED', 0, ?, ?, 1)`,
-      )
-      .run(jobId, thingName, executionNumber, now, now);
+    ).run(jobId, thingName, executionNumber, now, now);
   }
 
   /** Starts an execution for a thing newly targeted by a continuous job, unless it has one that counts. */
@@ -602,11 +587,9 @@ export class ThingJobs {
   private release(job: JobRow, now: number): number {
     if (job.status !== "IN_PROGRESS") return 0;
     if (job.maximum_per_minute === null) {
-      const released = this.db
-        .prepare<[string], { thing_name: string }>(
-          "UPDATE job_executions SET released = 1 WHERE job_id = ? AND released = 0 AND status = 'QUEUED' RETURNING thing_name",
-        )
-        .all(job.job_id);
+      const released = this.q<[string], { thing_name: string }>(
+        "UPDATE job_executions SET released = 1 WHERE job_id = ? AND released = 0 AND status = 'QUEUED' RETURNING thing_name",
+      ).all(job.job_id);
       for (const r of released) this.touched.add(r.thing_name);
       return released.length;
     }
@@ -617,26 +600,21 @@ export class ThingJobs {
       count = 0;
     }
     const budget = Math.max(0, job.maximum_per_minute - count);
-    const released = this.db
-      .prepare<[string, number, string], { thing_name: string }>(
-        `UPDATE job_executions SET released = 1 WHERE rowid IN (
+    const released = this.q<[string, number, string], { thing_name: string }>(
+      `UPDATE job_executions SET released = 1 WHERE rowid IN (
            SELECT rowid FROM job_executions WHERE job_id = ? AND released = 0 AND status = 'QUEUED'
            ORDER BY queued_at, thing_name LIMIT ?)
          AND job_id = ? RETURNING thing_name`,
-      )
-      .all(job.job_id, budget, job.job_id);
+    ).all(job.job_id, budget, job.job_id);
     for (const r of released) this.touched.add(r.thing_name);
     count += released.length;
-    const waiting = this.db
-      .prepare<[string], { n: number }>(
-        "SELECT count(*) AS n FROM job_executions WHERE job_id = ? AND released = 0 AND status = 'QUEUED'",
-      )
-      .get(job.job_id)!.n;
-    this.db
-      .prepare(
-        "UPDATE thing_jobs SET rollout_window_start = ?, rollout_window_count = ?, rollout_next_at = ? WHERE job_id = ?",
-      )
-      .run(start, count, waiting > 0 ? start + MINUTE : null, job.job_id);
+    const waiting =
+      this.q<[string], { n: number }>(
+        "SELECT 1 AS n FROM job_executions WHERE job_id = ? AND released = 0 AND status = 'QUEUED' LIMIT 1",
+      ).get(job.job_id) !== undefined;
+    this.q(
+      "UPDATE thing_jobs SET rollout_window_start = ?, rollout_window_count = ?, rollout_next_at = ? WHERE job_id = ?",
+    ).run(start, count, waiting ? start + MINUTE : null, job.job_id);
     return released.length;
   }
 
@@ -644,17 +622,13 @@ export class ThingJobs {
   private maybeComplete(jobId: string, now: number): void {
     const job = this.jobRow(jobId);
     if (!job || job.status !== "IN_PROGRESS" || job.target_selection !== "SNAPSHOT") return;
-    const open = this.db
-      .prepare<[string], { n: number }>(
-        "SELECT count(*) AS n FROM job_executions WHERE job_id = ? AND status IN ('QUEUED', 'IN_PROGRESS')",
-      )
-      .get(jobId)!.n;
-    if (open > 0) return;
-    this.db
-      .prepare(
-        "UPDATE thing_jobs SET status = 'COMPLETED', completed_at = ?, last_updated_at = ?, rollout_next_at = NULL WHERE job_id = ?",
-      )
-      .run(isoNow(now), isoNow(now), jobId);
+    const open = this.q<[string], { n: number }>(
+      "SELECT 1 AS n FROM job_executions WHERE job_id = ? AND status IN ('QUEUED', 'IN_PROGRESS') LIMIT 1",
+    ).get(jobId);
+    if (open) return;
+    this.q(
+      "UPDATE thing_jobs SET status = 'COMPLETED', completed_at = ?, last_updated_at = ?, rollout_next_at = NULL WHERE job_id = ?",
+    ).run(isoNow(now), isoNow(now), jobId);
   }
 
   /** AWS abortConfig: cancel the job once a failure type crosses its share of the executed things. */
@@ -679,14 +653,12 @@ export class ThingJobs {
 
   private statusCounts(jobId: string): Map<ExecutionStatus, number> {
     // The latest execution of each thing speaks for it: earlier ones were REMOVED.
-    const rows = this.db
-      .prepare<[string], { status: ExecutionStatus; n: number }>(
-        `SELECT status, count(*) AS n FROM job_executions e WHERE job_id = ?
+    const rows = this.q<[string], { status: ExecutionStatus; n: number }>(
+      `SELECT status, count(*) AS n FROM job_executions e WHERE job_id = ?
            AND execution_number = (SELECT max(execution_number) FROM job_executions x
                                    WHERE x.job_id = e.job_id AND x.thing_name = e.thing_name)
          GROUP BY status`,
-      )
-      .all(jobId);
+    ).all(jobId);
     return new Map(rows.map((r) => [r.status, r.n]));
   }
 
@@ -708,29 +680,25 @@ export class ThingJobs {
   }
 
   private targetsOf(row: JobRow): Targets {
-    const groups = this.db
-      .prepare<[string], { group_name: string }>(
-        "SELECT group_name FROM thing_job_groups WHERE job_id = ? ORDER BY position",
-      )
+    const groups = this.q<[string], { group_name: string }>(
+      "SELECT group_name FROM thing_job_groups WHERE job_id = ? ORDER BY position",
+    )
       .all(row.job_id)
       .map((g) => g.group_name);
     return { groups, things: JSON.parse(row.target_things) as string[] };
   }
 
   private groupIds(jobId: string): string[] {
-    return this.db
-      .prepare<[string], { group_id: string }>("SELECT group_id FROM thing_job_groups WHERE job_id = ?")
+    return this.q<[string], { group_id: string }>("SELECT group_id FROM thing_job_groups WHERE job_id = ?")
       .all(jobId)
       .map((g) => g.group_id);
   }
 
   private continuousJobsOf(groupId: string): JobRow[] {
-    return this.db
-      .prepare<[string], JobRow>(
-        `SELECT j.* FROM thing_jobs j JOIN thing_job_groups g ON g.job_id = j.job_id
+    return this.q<[string], JobRow>(
+      `SELECT j.* FROM thing_jobs j JOIN thing_job_groups g ON g.job_id = j.job_id
          WHERE g.group_id = ? AND j.status = 'IN_PROGRESS' AND j.target_selection = 'CONTINUOUS'`,
-      )
-      .all(groupId);
+    ).all(groupId);
   }
 
   private thingAdded(groupId: string, thingName: string): void {
@@ -749,12 +717,10 @@ export class ThingJobs {
       if (direct || this.groupIds(job.job_id).some((g) => stillIn.has(g))) continue;
       const latest = this.executionRow(job.job_id, e.thingName);
       if (latest?.status !== "QUEUED") continue;
-      this.db
-        .prepare(
-          `UPDATE job_executions SET status = 'REMOVED', last_updated_at = ?
+      this.q(
+        `UPDATE job_executions SET status = 'REMOVED', last_updated_at = ?
            WHERE job_id = ? AND thing_name = ? AND execution_number = ?`,
-        )
-        .run(now, job.job_id, e.thingName, latest.execution_number);
+      ).run(now, job.job_id, e.thingName, latest.execution_number);
       if (latest.released) this.touched.add(e.thingName);
     }
   }

@@ -63,6 +63,7 @@ export const jobsMigrations: Migration[] = [
         PRIMARY KEY (job_id, thing_name, execution_number)
       );
       CREATE INDEX job_executions_thing ON job_executions(thing_name, status);
+      CREATE INDEX job_executions_job_status ON job_executions(job_id, status);
       CREATE INDEX job_executions_unreleased ON job_executions(job_id, queued_at) WHERE released = 0;
       CREATE INDEX job_executions_timeout ON job_executions(timeout_at) WHERE timeout_at IS NOT NULL;
     `,
