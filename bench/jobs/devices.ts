@@ -16,6 +16,8 @@ interface ConnectCommand {
 const clients: MqttClient[] = [];
 let notifications = 0;
 let succeeded = 0;
+/** Wall-clock ms of the last notification, comparable with the parent's Date.now(). */
+let lastNotificationAt = 0;
 
 function send(message: Record<string, unknown>): void {
   process.send?.(message);
@@ -32,7 +34,10 @@ async function connectOne(url: string, thingName: string, password: string): Pro
   });
   const base = `things/${thingName}/jobs`;
   client.on("message", (topic, payload) => {
-    if (topic === `${base}/notify` || topic === `${base}/notify-next`) notifications++;
+    if (topic === `${base}/notify` || topic === `${base}/notify-next`) {
+      notifications++;
+      lastNotificationAt = Date.now();
+    }
     const body = JSON.parse(payload.toString()) as {
       execution?: { jobId: string; status: string; versionNumber: number };
     };
@@ -73,7 +78,7 @@ process.on("message", (m: { cmd: string }) => {
       send({ cmd: "error", message: err instanceof Error ? err.message : String(err) });
     });
   } else if (m.cmd === "stats") {
-    send({ cmd: "stats", notifications, succeeded });
+    send({ cmd: "stats", notifications, succeeded, lastNotificationAt });
   } else if (m.cmd === "stop") {
     Promise.all(clients.map((client) => client.endAsync(true))).finally(() => process.exit(0));
   }

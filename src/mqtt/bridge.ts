@@ -162,7 +162,20 @@ export class DeviceBridge {
     });
     client.on("message", (topic, payload) => this.route(topic, payload));
     client.on("error", (err) => this.options.logger.warn({ err }, "MQTT bridge client error"));
-    await client.subscribeAsync(["things/+/jobs/#", "things/+/observations"], { qos: 1 });
+    // Only request topics: `things/+/jobs/#` would also bring back every reply and notification the
+    // bridge itself publishes. QoS 0 because a broker's per-client queue (Mosquitto: 1000 QoS 1
+    // messages) drops a burst of thousands of requests; devices retry a request that got no answer,
+    // as with AWS IoT Jobs, and observations are fire-and-forget telemetry.
+    await client.subscribeAsync(
+      [
+        "things/+/jobs/get",
+        "things/+/jobs/start-next",
+        "things/+/jobs/+/get",
+        "things/+/jobs/+/update",
+        "things/+/observations",
+      ],
+      { qos: 0 },
+    );
     this.client = client;
     this.options.logger.info({ url }, "MQTT bridge connected to external broker");
   }
