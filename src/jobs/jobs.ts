@@ -95,7 +95,7 @@ export class ThingJobs {
   private touched = new Set<string>();
   private readonly statements = new Map<string, unknown>();
   private listeners: PendingListener[] = [];
-  private readonly unsubscribe: () => void;
+  private readonly unsubscribe: (() => void)[];
 
   constructor(options: ThingJobsOptions) {
     this.db = options.db;
@@ -103,13 +103,23 @@ export class ThingJobs {
     this.documents = options.documents;
     this.clock = options.clock;
     this.logger = options.logger;
-    this.unsubscribe = options.bus.on("thingGroup.membership", (e) => {
-      try {
-        this.mutate(() => (e.change === "added" ? this.thingAdded(e.groupId, e.thingName) : this.thingRemoved(e)));
-      } catch (err) {
-        this.logger.error({ err, event: e }, "continuous job membership update failed");
-      }
-    });
+    this.unsubscribe = [
+      options.bus.on("thingGroup.membership", (e) =>
+        this.guarded(e, () => (e.change === "added" ? this.thingAdded(e.groupId, e.thingName) : this.thingRemoved(e))),
+      ),
+      options.bus.on("thing.changed", (e) => {
+        if (e.change === "deleted") this.guarded(e, () => this.thingDeleted(e.thingName));
+      }),
+    ];
+  }
+
+  /** Registry events must not fail the registry operation that emitted them. */
+  private guarded(event: object, change: () => void): void {
+    try {
+      this.mutate(change);
+    } catch (err) {
+      this.logger.error({ err, event }, "thing jobs could not follow a registry change");
+    }
   }
 
   /** A prepared statement, prepared once per SQL text: the device path runs a few per message. */
@@ -123,7 +133,7 @@ export class ThingJobs {
   }
 
   close(): void {
-    this.unsubscribe();
+    for (const u of this.unsubscribe) u();
   }
 
   /** Registers who hears about things whose pending executions changed (the MQTT bridge). */
@@ -707,6 +717,16 @@ export class ThingJobs {
       this.startFor(job.job_id, thingName, now);
       this.release(job, now);
     }
+  }
+
+  /** A deleted thing can never finish: its open executions are REMOVED, which may complete snapshot jobs. */
+  private thingDeleted(thingName: string): void {
+    const now = this.clock();
+    const open = this.q<[number, string], { job_id: string }>(
+      `UPDATE job_executions SET status = 'REMOVED', last_updated_at = ?, timeout_at = NULL
+       WHERE thing_name = ? AND status IN ('QUEUED', 'IN_PROGRESS') RETURNING job_id`,
+    ).all(now, thingName);
+    for (const row of open) this.maybeComplete(row.job_id, now);
   }
 
   private thingRemoved(e: { groupId: string; thingName: string }): void {

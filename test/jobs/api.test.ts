@@ -534,3 +534,13 @@ describe("continuous jobs", () => {
     expect((await err(await post(snapshot, { targets: ["spare"] }))).messageKey).toBe("INVALID_ARGUMENTS");
   });
 });
+
+describe("deleted things", () => {
+  it("mark the open executions REMOVED, so a snapshot job can still complete", async () => {
+    await t.dms.services.registry.putThing({ thingName: "doomed", thingType: "10", domain: "acme" }, "create");
+    const jobId = await createJob(t, { targets: { things: ["doomed"] } });
+    t.dms.services.registry.deleteThing("doomed");
+    const job = await describeJob(t, jobId);
+    expect(job).toMatchObject({ status: "COMPLETED", jobProcessDetails: { numberOfRemovedThings: 1 } });
+  });
+});
