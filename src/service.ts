@@ -82,6 +82,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
       verifyThingSecret: (thingName, s) => registry.verifyThingSecret(thingName, s),
       bus,
       logger,
+      registry: services.metrics.registry,
     });
     components.push(services.deviceBridge);
   }

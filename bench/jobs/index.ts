@@ -4,7 +4,7 @@
  * every execution SUCCEEDED and the notifications delivered per second, with
  * the embedded broker and with the machine's Mosquitto side by side.
  *
- *   npx tsx bench/jobs/index.ts [--things 2000]
+ *   npx tsx bench/jobs/index.ts [--things 2000] [--only embedded|mosquitto]
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { randomBytes, scryptSync } from "node:crypto";
@@ -258,8 +258,10 @@ async function main(): Promise<void> {
     `One SNAPSHOT job targeting ${GROUPS} thing groups; each thing is a real mqtt.js client in a child process that starts the job on \`notify-next\` with \`start-next\` and reports \`SUCCEEDED\` with \`expectedVersion\`. Time runs from the CREATE request to the job's COMPLETED status (every execution SUCCEEDED); notifications are the \`notify\` and \`notify-next\` messages the devices received (six per device: queued, started, done). Setup (things, groups, connections) is not timed; device secrets use a cheaper scrypt cost than the service's default so that connecting them takes seconds.`,
   ].join("\n");
   console.log(header);
-  const results: Result[] = [await scenario("embedded (aedes)", undefined)];
-  if (await listening(1883)) results.push(await scenario("Mosquitto 127.0.0.1:1883", MOSQUITTO));
+  const only = argument("--only");
+  const results: Result[] = only === "mosquitto" ? [] : [await scenario("embedded (aedes)", undefined)];
+  if (only === "embedded") console.log("\n--only embedded: the Mosquitto column is left out.");
+  else if (await listening(1883)) results.push(await scenario("Mosquitto 127.0.0.1:1883", MOSQUITTO));
   else console.log("\nMosquitto is not listening on 127.0.0.1:1883: the external-broker column is left out.");
   const section = `${header}\n\n${table(results)}`;
   console.log(`\n${table(results)}`);

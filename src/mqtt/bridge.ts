@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type AddressInfo, type Server } from "node:net";
 import { Aedes, type AuthenticateError, type Client } from "aedes";
 import mqtt, { type MqttClient } from "mqtt";
+import { Counter, Gauge, type Registry } from "prom-client";
 import type { EventBus } from "../bus/index.js";
 import type { Logger } from "../observability/index.js";
 
@@ -29,10 +30,13 @@ export interface DeviceBridgeOptions {
   verifyThingSecret(thingName: string, secret: string): Promise<boolean>;
   bus: EventBus;
   logger: Logger;
+  /** Where the bridge registers its metrics (`metrics.registry`). */
+  registry?: Registry;
   onObservations?: ObservationHandler;
 }
 
 const REPLY = /\/(accepted|rejected|notify|notify-next)$/;
+const NOTIFY_SLICE = 500;
 const BAD_CREDENTIALS = 4;
 const IDENTIFIER_REJECTED = 2;
 
@@ -51,9 +55,32 @@ export class DeviceBridge {
   /** thingName → sha256 of a secret that passed scrypt, so reconnect storms do not each pay ~50 ms. */
   private readonly verified = new Map<string, Buffer>();
   private boundPort: number | undefined;
+  private readonly notifyQueue = new Set<string>();
+  private draining = false;
+  private readonly received: Counter<"kind">;
+  private readonly sent: Counter;
+  private readonly connected: Gauge;
 
   constructor(private readonly options: DeviceBridgeOptions) {
     this.observations = options.onObservations;
+    const registers = options.registry ? [options.registry] : [];
+    this.received = new Counter({
+      name: "dms_mqtt_device_messages_total",
+      help: "Device messages the bridge handled, by kind (jobs request or observation)",
+      labelNames: ["kind"],
+      registers,
+    });
+    this.sent = new Counter({
+      name: "dms_mqtt_published_total",
+      help: "Replies and notifications the bridge published to devices",
+      registers,
+    });
+    this.connected = new Gauge({
+      name: "dms_mqtt_connected_devices",
+      help: "Devices connected to the embedded broker",
+      registers,
+      collect: () => this.connected.set(this.broker?.connectedClients ?? 0),
+    });
   }
 
   /** Where device observations go (the rule engine's embedded source). */
@@ -70,7 +97,8 @@ export class DeviceBridge {
     const { jobs, bus } = this.options;
     this.unsubscribe.push(
       jobs.onPendingChanged((things) => {
-        for (const t of things) this.publish(jobs.notifications(t));
+        for (const t of things) this.notifyQueue.add(t);
+        this.scheduleDrain();
       }),
       bus.on("thing.changed", (e) => this.verified.delete(e.thingName)),
     );
@@ -81,6 +109,7 @@ export class DeviceBridge {
   async stop(): Promise<void> {
     for (const u of this.unsubscribe) u();
     this.unsubscribe = [];
+    this.notifyQueue.clear();
     if (this.client) await this.client.endAsync(true);
     if (this.broker) await new Promise<void>((resolve) => this.broker!.close(() => resolve()));
     if (this.server) await new Promise<void>((resolve) => this.server!.close(() => resolve()));
@@ -90,6 +119,7 @@ export class DeviceBridge {
   }
 
   publish(messages: BridgeMessage[]): void {
+    this.sent.inc(messages.length);
     for (const m of messages) {
       const payload = Buffer.from(JSON.stringify(m.payload));
       if (this.client) {
@@ -104,16 +134,43 @@ export class DeviceBridge {
     }
   }
 
+  /**
+   * Notifications leave in slices of NOTIFY_SLICE things per turn of the event
+   * loop: a job to ten thousand things would otherwise hold the loop (and the
+   * REST request that created it) for all twenty thousand publishes. Each
+   * notification is built when sent, so it carries the then current state.
+   */
+  private scheduleDrain(): void {
+    if (this.draining || this.notifyQueue.size === 0) return;
+    this.draining = true;
+    setImmediate(() => {
+      this.draining = false;
+      let n = 0;
+      for (const thingName of this.notifyQueue) {
+        this.notifyQueue.delete(thingName);
+        try {
+          this.publish(this.options.jobs.notifications(thingName));
+        } catch (err) {
+          this.options.logger.error({ err, thingName }, "job notification failed");
+        }
+        if (++n >= NOTIFY_SLICE) break;
+      }
+      this.scheduleDrain();
+    });
+  }
+
   /** A device message on `topic`, already authorized (embedded) or trusted to the external broker. */
   private route(topic: string, payload: Buffer): void {
     const parts = topic.split("/");
     if (parts[0] !== "things" || parts.length < 3 || !parts[1]) return;
     const thingName = parts[1];
     if (parts[2] === "observations" && parts.length === 3) {
+      this.received.inc({ kind: "observation" });
       this.observations?.(thingName, payload);
       return;
     }
     if (parts[2] !== "jobs" || parts.length < 4 || REPLY.test(topic)) return;
+    this.received.inc({ kind: "jobs" });
     try {
       this.publish(this.options.jobs.handle(thingName, parts.slice(3).join("/"), payload));
     } catch (err) {
@@ -142,7 +199,12 @@ export class DeviceBridge {
       },
     });
     broker.on("publish", (packet, client) => {
-      if (client) this.route(packet.topic, Buffer.from(packet.payload));
+      if (!client) return;
+      // Answered on a later turn: publishing from inside aedes' delivery chain nests one stack frame
+      // chain per queued message, and a burst of thousands overflows the stack.
+      const topic = packet.topic;
+      const payload = Buffer.from(packet.payload);
+      setImmediate(() => this.route(topic, payload));
     });
     const server = createServer(broker.handle);
     await new Promise<void>((resolve, reject) => {

@@ -81,6 +81,9 @@ describe("device connections", () => {
     await d.client.publishAsync("things/d5/observations", JSON.stringify({ state: { temp: 21 } }), { qos: 1 });
     await until(() => seen.length > 0);
     expect(seen).toEqual([["d5", '{"state":{"temp":21}}']]);
+    const metrics = await (await fetch(`${t.url}/metrics`)).text();
+    expect(metrics).toContain('dms_mqtt_device_messages_total{kind="observation"} 1');
+    expect(metrics).toMatch(/dms_mqtt_connected_devices [1-9]/);
   });
 });
 
