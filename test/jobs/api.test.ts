@@ -546,3 +546,21 @@ describe("deleted things", () => {
     expect(job).toMatchObject({ status: "COMPLETED", jobProcessDetails: { numberOfRemovedThings: 1 } });
   });
 });
+
+describe("the API description", () => {
+  it("declares every thing-job operation", async () => {
+    const doc = await json(await fetch(`${t.url}/openapi.json`));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining([
+        "/thing-jobs/documents",
+        "/thing-jobs/documents/{jobId}",
+        "/thing-jobs/jobs",
+        "/thing-jobs/jobs/{jobId}",
+        "/thing-jobs/jobs/{jobId}/targets",
+        "/thing-jobs/jobs/{jobId}/job-executions",
+        "/thing-jobs/jobs/{jobId}/job-executions/{thingName}",
+        "/thing-jobs/jobs/{jobId}/job-executions/{thingName}/executionNumber/{executionNumber}",
+      ]),
+    );
+  });
+});
