@@ -5,6 +5,7 @@ import { eventsMigrations } from "./events/index.js";
 import { engineMigrations } from "./engine/index.js";
 import { rulesMigrations } from "./rules/index.js";
 import { exportMigrations, observationMigrations } from "./observations/index.js";
+import { jobsMigrations } from "./jobs/index.js";
 import type { Migration } from "./store/index.js";
 import { thingsMigrations } from "./things/index.js";
 
@@ -19,4 +20,5 @@ export const migrations: readonly Migration[] = [
   ...eventsMigrations,
   ...engineMigrations,
   ...exportMigrations,
+  ...jobsMigrations,
 ];

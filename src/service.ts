@@ -11,7 +11,9 @@ import type { Config } from "./config/index.js";
 import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
 import { createEngineService } from "./engine/index.js";
 import { createMailer } from "./mail/index.js";
+import { DeviceJobs, JobDocuments, JobScheduler, ThingJobs } from "./jobs/index.js";
 import { migrations } from "./migrations.js";
+import { DeviceBridge } from "./mqtt/index.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
 import { RuleStore, RulesService } from "./rules/index.js";
@@ -45,6 +47,8 @@ export interface StartOptions {
   logger?: Logger;
   /** Deliveries the outbox runs at once. */
   actionConcurrency?: number;
+  /** How often the job scheduler looks for due timers (ms); tests shorten it. */
+  jobsPollMs?: number;
 }
 
 /** Opens storage, applies provisioning and starts the parts `DMS_ROLES` names. */
@@ -91,6 +95,8 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     signer,
     metrics: metrics.registry,
   });
+  const documents = new JobDocuments(db, signer, clock);
+  const jobs = new ThingJobs({ db, registry, bus, documents, clock, logger });
   const services: Services = {
     config,
     db,
@@ -118,6 +124,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     observationReader,
     exports,
     clock,
+    jobs,
   };
   if (config.DMS_PROVISION) {
     await provisionFromFile(config.DMS_PROVISION, services);
@@ -151,6 +158,28 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     services.ingest = engine.ingest;
     components.push({ name: "engine", start: () => engine.start(), stop: () => engine.stop() });
   }
+  if (config.roles.has("scheduler")) {
+    services.jobScheduler = new JobScheduler(jobs, logger, options.jobsPollMs);
+    components.push(services.jobScheduler);
+  }
+  if (config.roles.has("mqtt")) {
+    const device = new DeviceJobs(jobs);
+    services.deviceBridge = new DeviceBridge({
+      mqttUrl: config.MQTT_URL,
+      port: config.DMS_MQTT_PORT,
+      host: config.DMS_HTTP_HOST,
+      jobs: {
+        handle: (thingName, suffix, payload) => device.handle(thingName, suffix, payload),
+        notifications: (thingName) => device.notifications(thingName),
+        onPendingChanged: (listener) => jobs.onPendingChanged(listener),
+      },
+      verifyThingSecret: (thingName, s) => registry.verifyThingSecret(thingName, s),
+      bus,
+      logger,
+      registry: services.metrics.registry,
+    });
+    components.push(services.deviceBridge);
+  }
   if (config.roles.has("proxy")) {
     services.proxy = createProxy(services);
     components.push(services.proxy);
@@ -167,6 +196,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     }
     if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
     search.close();
+    jobs.close();
     db.close();
   };
 

@@ -1,6 +1,8 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { ActionSink, Outbox } from "../actions/index.js";
 import type { Identity, Principal, Tokens } from "../auth/index.js";
+import type { JobScheduler, ThingJobs } from "../jobs/index.js";
+import type { DeviceBridge } from "../mqtt/index.js";
 import type { EventBus } from "../bus/index.js";
 import type { Config } from "../config/index.js";
 import type { EventStore } from "../events/index.js";
@@ -53,6 +55,12 @@ export interface Services {
   clock: () => number;
   /** The TCP proxy, when this process runs the `proxy` role (its bound ports are read from here). */
   proxy?: Proxy;
+  /** Thing jobs and job documents (src/jobs). */
+  jobs?: ThingJobs;
+  /** Runs the jobs' timers when this process has the `scheduler` role. */
+  jobScheduler?: JobScheduler;
+  /** The device MQTT bridge when this process has the `mqtt` role. */
+  deviceBridge?: DeviceBridge;
 }
 
 export interface ApiEnv {

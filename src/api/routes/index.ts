@@ -14,6 +14,7 @@ import { storageFileRoutes } from "./storage-files.js";
 import { eventRoutes } from "./events.js";
 import { ruleRoutes } from "./rules.js";
 import { observationsIngestRoutes } from "./observations-ingest.js";
+import { thingJobRoutes } from "./thing-jobs.js";
 
 /** Every REST area, registered in one place. */
 export const routeModules: readonly RouteModule[] = [
@@ -32,4 +33,5 @@ export const routeModules: readonly RouteModule[] = [
   actionRoutes,
   eventRoutes,
   observationRoutes,
+  thingJobRoutes,
 ];
