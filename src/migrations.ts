@@ -1,6 +1,11 @@
+import { actionsMigrations } from "./actions/index.js";
 import { authMigrations } from "./auth/index.js";
+import { filesMigrations } from "./files/index.js";
+import { eventsMigrations } from "./events/index.js";
 import { engineMigrations } from "./engine/index.js";
-import { observationMigrations } from "./observations/index.js";
+import { rulesMigrations } from "./rules/index.js";
+import { exportMigrations, observationMigrations } from "./observations/index.js";
+import { jobsMigrations } from "./jobs/index.js";
 import type { Migration } from "./store/index.js";
 import { thingsMigrations } from "./things/index.js";
 
@@ -9,5 +14,11 @@ export const migrations: readonly Migration[] = [
   ...authMigrations,
   ...thingsMigrations,
   ...observationMigrations,
+  ...filesMigrations,
+  ...rulesMigrations,
+  ...actionsMigrations,
+  ...eventsMigrations,
   ...engineMigrations,
+  ...exportMigrations,
+  ...jobsMigrations,
 ];

@@ -1,15 +1,27 @@
 import { serve, type ServerType } from "@hono/node-server";
+import { mkdtempSync } from "node:fs";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Outbox, realTimers, type Timers } from "./actions/index.js";
 import { createApp, routeModules, type Api, type Services } from "./api/index.js";
 import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { EventBus } from "./bus/index.js";
 import type { Config } from "./config/index.js";
+import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
 import { createEngineService } from "./engine/index.js";
 import { createMailer } from "./mail/index.js";
+import { DeviceJobs, JobDocuments, JobScheduler, ThingJobs } from "./jobs/index.js";
 import { migrations } from "./migrations.js";
+import { DeviceBridge } from "./mqtt/index.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
-import { ObservationStore } from "./observations/index.js";
+import { RuleStore, RulesService } from "./rules/index.js";
+import { createProxy } from "./proxy/index.js";
+import { Files, LocalFileStore } from "./files/index.js";
+import { ObservationReader, ObservationStore, createExports } from "./observations/index.js";
+import { SearchIndex } from "./search/index.js";
+import { UrlSigner, signingKey } from "./signing/index.js";
 import { openDatabase } from "./store/index.js";
 import { ThingRegistry } from "./things/index.js";
 
@@ -30,53 +42,147 @@ export interface Dms {
 
 export interface StartOptions {
   clock?: () => number;
+  /** Clock and timers together (the outbox's retry waits); tests pass a fake one. Sets `clock` too. */
+  timers?: Timers;
   logger?: Logger;
+  /** Deliveries the outbox runs at once. */
+  actionConcurrency?: number;
+  /** How often the job scheduler looks for due timers (ms); tests shorten it. */
+  jobsPollMs?: number;
 }
 
 /** Opens storage, applies provisioning and starts the parts `DMS_ROLES` names. */
 export async function startDms(config: Config, options: StartOptions = {}): Promise<Dms> {
   const logger = options.logger ?? createLogger(config.DMS_LOG_LEVEL);
-  const clock = options.clock ?? Date.now;
+  const clock = options.clock ?? options.timers?.now ?? Date.now;
+  const timers: Timers = options.timers ?? { now: clock, setTimeout: realTimers.setTimeout };
   const db = openDatabase({ dataDir: config.DMS_DATA_DIR, migrations });
   const bus = new EventBus();
   const identity = new Identity(db, bus);
   const registry = new ThingRegistry(db, bus, (id) => identity.domain(id) !== undefined);
+  let publicUrl = config.DMS_PUBLIC_URL;
+  const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
+  const fileStore = new LocalFileStore({ db, dir: fileStoreDir(config.DMS_DATA_DIR), clock });
+  // Built before provisioning so that the bus keeps it current from the first change on.
+  const search = new SearchIndex({ identity, registry }, bus);
+  const metrics = createMetrics();
+  const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
+  const ruleStore = new RuleStore(db, bus, config.ruleIdPrefix);
+  const events = new EventStore(db, clock);
+  const publisher = config.KAFKA_BROKERS
+    ? kafkaPublisher(config.KAFKA_BROKERS, config.KAFKA_EVENTS_TOPIC, logger)
+    : noPublisher;
+  // `ingest` is read at delivery time: the engine sets it once it runs.
+  const ingest = () => services.ingest;
+  const actions = new Outbox({
+    db,
+    logger,
+    timers,
+    concurrency: options.actionConcurrency,
+    registry: metrics.registry,
+    deps: { config, logger, mailer, ingest, events, publisher, timers },
+  });
+  const secret = jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR);
+  const observationReader = new ObservationReader(db);
+  const exports = createExports({
+    db,
+    reader: observationReader,
+    registry,
+    mailer,
+    logger,
+    clock,
+    dataDir: config.DMS_DATA_DIR,
+    signer,
+    metrics: metrics.registry,
+  });
+  const documents = new JobDocuments(db, signer, clock);
+  const jobs = new ThingJobs({ db, registry, bus, documents, clock, logger });
   const services: Services = {
     config,
     db,
     logger,
-    metrics: createMetrics(),
+    metrics,
     bus,
     identity,
-    tokens: new Tokens(jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR), clock),
+    tokens: new Tokens(secret, clock),
     registry,
     observations: new ObservationStore(db),
-    mailer: createMailer(config.SMTP_URL, config.SMTP_FROM, logger),
+    signer,
+    files: new Files(fileStore, signer, registry, identity),
+    search,
+    mailer,
+    ruleStore,
+    rules: new RulesService({
+      store: ruleStore,
+      identity,
+      registry,
+      allowPrivateWebhooks: config.DMS_WEBHOOK_ALLOW_PRIVATE,
+    }),
+    actions,
+    actionSink: actions,
+    events,
+    observationReader,
+    exports,
     clock,
+    jobs,
   };
   if (config.DMS_PROVISION) {
     await provisionFromFile(config.DMS_PROVISION, services);
     logger.info({ file: config.DMS_PROVISION }, "provisioning applied");
   }
 
-  const components: Component[] = [];
+  const components: Component[] = [
+    // Instant exports run in whichever process accepted them, so the runner stops with every process.
+    { name: "export-runner", start: async () => {}, stop: () => exports.runner.stop() },
+  ];
+  if (config.roles.has("scheduler")) components.push(exports.scheduler);
+  if (config.roles.has("actions")) {
+    components.push({
+      name: "actions",
+      start: () => actions.start(),
+      stop: async () => {
+        await actions.stop();
+        await publisher.close();
+      },
+    });
+  }
   if (config.roles.has("engine")) {
     const engine = createEngineService({
       ...services,
       domainPath: (id) => identity.pathOf(id),
-      // Late-bound: the actions capability may install its outbox after the engine is built.
-      sink: {
-        accept: async (actions) => {
-          if (services.actionSink) return services.actionSink.accept(actions);
-          logger.warn({ count: actions.length }, "no action sink installed; triggered actions dropped");
-        },
-      },
-      // The lead wires the rules store here.
-      loadRules: () => [],
+      // Late-bound, so a test can install another sink in `services.actionSink`.
+      sink: { accept: (triggered) => (services.actionSink ?? actions).accept(triggered) },
+      loadRules: () => ruleStore.all(),
     });
     services.engine = engine;
     services.ingest = engine.ingest;
     components.push({ name: "engine", start: () => engine.start(), stop: () => engine.stop() });
+  }
+  if (config.roles.has("scheduler")) {
+    services.jobScheduler = new JobScheduler(jobs, logger, options.jobsPollMs);
+    components.push(services.jobScheduler);
+  }
+  if (config.roles.has("mqtt")) {
+    const device = new DeviceJobs(jobs);
+    services.deviceBridge = new DeviceBridge({
+      mqttUrl: config.MQTT_URL,
+      port: config.DMS_MQTT_PORT,
+      host: config.DMS_HTTP_HOST,
+      jobs: {
+        handle: (thingName, suffix, payload) => device.handle(thingName, suffix, payload),
+        notifications: (thingName) => device.notifications(thingName),
+        onPendingChanged: (listener) => jobs.onPendingChanged(listener),
+      },
+      verifyThingSecret: (thingName, s) => registry.verifyThingSecret(thingName, s),
+      bus,
+      logger,
+      registry: services.metrics.registry,
+    });
+    components.push(services.deviceBridge);
+  }
+  if (config.roles.has("proxy")) {
+    services.proxy = createProxy(services);
+    components.push(services.proxy);
   }
 
   const app = createApp(services, routeModules);
@@ -89,6 +195,8 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
       await c.stop().catch((err: unknown) => logger.error({ err, component: c.name }, "stop failed"));
     }
     if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
+    search.close();
+    jobs.close();
     db.close();
   };
 
@@ -102,6 +210,8 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
       server = await listen(app, config.DMS_HTTP_HOST, config.DMS_HTTP_PORT);
       const { port } = server.address() as AddressInfo;
       url = `http://127.0.0.1:${port}`;
+      // A port chosen by the OS (tests) is known only now: signed URLs must point at it.
+      if (config.DMS_HTTP_PORT === 0 && publicUrl.endsWith(":0")) publicUrl = url;
       logger.info({ port }, "REST interface listening");
     }
   } catch (err) {
@@ -109,6 +219,11 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     throw err;
   }
   return { services, app, url, close };
+}
+
+/** Objects live beside the database; an in-memory database gets a throw-away directory. */
+function fileStoreDir(dataDir: string): string {
+  return dataDir === ":memory:" ? mkdtempSync(join(tmpdir(), "dms-files-")) : join(dataDir, "files");
 }
 
 function listen(app: Api, hostname: string, port: number): Promise<ServerType> {

@@ -36,3 +36,24 @@ export interface TriggeredAction {
 export interface ActionSink {
   accept(actions: readonly TriggeredAction[]): Promise<void>;
 }
+
+export { Outbox, DEFAULT_CONCURRENCY, type OutboxOptions, type DeliveryRecord, type DeliveryStatus } from "./outbox.js";
+export {
+  DEFAULT_RETRY,
+  retryDelaySeconds,
+  PermanentFailure,
+  Deferred,
+  type RetryPolicy,
+  type ActionDeps,
+  type ActionDefinition,
+  type Delivery,
+  type ValidationOptions,
+} from "./action.js";
+export { ACTION_DEFINITIONS, checkActionConfig, type ConfigCheck } from "./definitions.js";
+export { parseTemplate, substitute, strings, template, Template, TemplateError, type Scope } from "./template.js";
+export { payloadScope } from "./scope.js";
+export { realTimers, type Timers } from "./timers.js";
+export { isPrivateAddress, isPrivateHost } from "./net.js";
+export { splitResource, RESERVED_TYPES } from "./set-resource.js";
+export { truncate, SMS_MAX_LENGTH } from "./sms.js";
+export { actionsMigrations } from "./migrations.js";

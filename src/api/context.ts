@@ -1,12 +1,20 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { ActionSink, Outbox } from "../actions/index.js";
 import type { Identity, Principal, Tokens } from "../auth/index.js";
+import type { JobScheduler, ThingJobs } from "../jobs/index.js";
+import type { DeviceBridge } from "../mqtt/index.js";
 import type { EventBus } from "../bus/index.js";
-import type { ActionSink } from "../actions/index.js";
 import type { Config } from "../config/index.js";
+import type { EventStore } from "../events/index.js";
 import type { EngineService, ObservationIngest } from "../engine/index.js";
 import type { Mailer } from "../mail/index.js";
-import type { ObservationStore } from "../observations/index.js";
+import type { Exports, ObservationReader, ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
+import type { Proxy } from "../proxy/index.js";
+import type { Files } from "../files/index.js";
+import type { SearchIndex } from "../search/index.js";
+import type { UrlSigner } from "../signing/index.js";
+import type { RuleStore, RulesService } from "../rules/index.js";
 import type { Db } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
 
@@ -21,15 +29,38 @@ export interface Services {
   tokens: Tokens;
   registry: ThingRegistry;
   observations: ObservationStore;
+  /** FIND and export reads of the observation table. */
+  observationReader: ObservationReader;
+  /** Export jobs, their executions, runner and scheduler. */
+  exports: Exports;
   mailer: Mailer;
+  /** Signs and checks the `/storage/...` URLs (files, exports, job documents). */
+  signer: UrlSigner;
+  files: Files;
+  search: SearchIndex;
+  /** Rules as stored: the engine loads `all()` at start and follows `rule.changed`. */
+  ruleStore: RuleStore;
+  /** The Rules operations with their access checks. */
+  rules: RulesService;
+  /** The durable outbox: the engine's ActionSink, and the dead letters. */
+  actions: Outbox;
+  events: EventStore;
   /** The rule engine, when this process runs the `engine` role. */
   engine?: EngineService;
   /** Feeds observations into the engine from inside the service (MQTT bridge, SET_RESOURCE). */
   ingest?: ObservationIngest;
-  /** Where the engine hands triggered actions (the actions outbox); unset: they are logged and dropped. */
+  /** Where the engine hands triggered actions: the outbox (`actions`). */
   actionSink?: ActionSink;
   /** Milliseconds since the epoch; tests replace it to move time. */
   clock: () => number;
+  /** The TCP proxy, when this process runs the `proxy` role (its bound ports are read from here). */
+  proxy?: Proxy;
+  /** Thing jobs and job documents (src/jobs). */
+  jobs?: ThingJobs;
+  /** Runs the jobs' timers when this process has the `scheduler` role. */
+  jobScheduler?: JobScheduler;
+  /** The device MQTT bridge when this process has the `mqtt` role. */
+  deviceBridge?: DeviceBridge;
 }
 
 export interface ApiEnv {

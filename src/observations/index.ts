@@ -5,3 +5,16 @@ export {
   type StoredObservationInput,
   type StoredObservationRow,
 } from "./store.js";
+export { ObservationReader, type CandidateRow, type ExportRow } from "./reader.js";
+export { planFind, runFind, type FindPlan, type FindScope } from "./find/index.js";
+export {
+  createExports,
+  exportMigrations,
+  executionDetail,
+  summary,
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  parseCron,
+  type Exports,
+  type ExportJob,
+} from "./export/index.js";

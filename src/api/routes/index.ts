@@ -1,12 +1,20 @@
 import type { RouteModule } from "../context.js";
 import { adminApiKeyRoutes } from "./admin-api-keys.js";
+import { actionRoutes } from "./actions.js";
 import { adminDomainRoutes } from "./admin-domains.js";
 import { adminThingGroupRoutes } from "./admin-thing-groups.js";
 import { adminThingTypeRoutes } from "./admin-thing-types.js";
 import { adminThingRoutes } from "./admin-things.js";
 import { adminUserRoutes } from "./admin-users.js";
 import { authRoutes } from "./auth.js";
+import { fileRoutes } from "./files.js";
+import { observationRoutes } from "./observations.js";
+import { searchRoutes } from "./search.js";
+import { storageFileRoutes } from "./storage-files.js";
+import { eventRoutes } from "./events.js";
+import { ruleRoutes } from "./rules.js";
 import { observationsIngestRoutes } from "./observations-ingest.js";
+import { thingJobRoutes } from "./thing-jobs.js";
 
 /** Every REST area, registered in one place. */
 export const routeModules: readonly RouteModule[] = [
@@ -17,5 +25,13 @@ export const routeModules: readonly RouteModule[] = [
   adminThingTypeRoutes,
   adminThingRoutes,
   adminThingGroupRoutes,
+  fileRoutes,
+  storageFileRoutes,
+  searchRoutes,
   observationsIngestRoutes,
+  ruleRoutes,
+  actionRoutes,
+  eventRoutes,
+  observationRoutes,
+  thingJobRoutes,
 ];

@@ -1,0 +1,260 @@
+/**
+ * FIND benchmark: a dashboard query over N observations (default 5,000,000),
+ * timed against the same answer from one hand-written SQL query in the same
+ * run, plus the export throughput. Rerun: npx tsx bench/find/index.ts
+ * (BENCH_FIND_ROWS=1000000 to scale down).
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../../src/config/index.js";
+import { planFind, runFind } from "../../src/observations/index.js";
+import { startDms } from "../../src/service.js";
+
+const ROWS = Number(process.env.BENCH_FIND_ROWS ?? 5_000_000);
+const DAYS = 30;
+const THING_TYPES = ["1", "2", "3", "4", "5"];
+const THINGS_PER_TYPE = 100;
+const BATCH = 50_000;
+const RUNS = 15;
+const DAY = 86_400_000;
+const START = Date.parse("2026-01-01T00:00:00Z");
+const COMMAND = "npx tsx bench/find/index.ts";
+
+interface Bucket {
+  key: number;
+  doc_count: number;
+  avg: { value: number | null };
+  max: { value: number | null };
+}
+interface TermBucket {
+  key: string;
+  doc_count: number;
+}
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), "dms-bench-find-"));
+  const provisionFile = join(dataDir, "provision.json");
+  writeFileSync(
+    provisionFile,
+    JSON.stringify({
+      apiKeys: ["bench-key-000001"],
+      domains: [{ id: "root" }],
+      users: [
+        {
+          userName: "bench",
+          password: "bench-pw",
+          role: "ReadWrite",
+          homeDomain: "root",
+          privileges: { root: ["*.*"] },
+        },
+      ],
+      thingTypes: THING_TYPES.map((id) => ({
+        id,
+        label: `Type ${id}`,
+        domain: "root",
+        resources: [{ name: "temp", dataType: "double", resourceType: "thing" }],
+      })),
+    }),
+  );
+  const config = loadConfig({
+    DMS_DATA_DIR: dataDir,
+    DMS_PROVISION: provisionFile,
+    DMS_ROLES: "engine",
+    DMS_LOG_LEVEL: "silent",
+    DMS_JWT_SECRET: "bench-secret-bench-secret-bench",
+  });
+  const dms = await startDms(config);
+  const { db, observationReader, exports, identity } = dms.services;
+
+  // ---- data: one transaction per 50k rows, prepared once
+  const t0 = performance.now();
+  // A bulk load: the table's indexes are dropped and rebuilt once afterwards, exactly as the store declares them.
+  const indexes = db
+    .prepare<[], { name: string; sql: string }>(
+      "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'observations' AND sql IS NOT NULL",
+    )
+    .all();
+  for (const ix of indexes) db.exec(`DROP INDEX ${ix.name}`);
+  db.pragma("synchronous = OFF");
+  const insert = db.prepare(
+    "INSERT INTO observations (source_key, thing_name, thing_type, domain, ts, doc) VALUES (NULL, ?, ?, 'root', ?, ?)",
+  );
+  const step = (DAYS * DAY) / ROWS;
+  let seed = 42;
+  const rnd = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  for (let i = 0; i < ROWS; i += BATCH) {
+    db.transaction(() => {
+      for (let j = i; j < Math.min(ROWS, i + BATCH); j++) {
+        const thingType = THING_TYPES[j % THING_TYPES.length]!;
+        const thingName = `thing-${thingType}-${Math.floor(rnd() * THINGS_PER_TYPE)}`;
+        const ts = START + Math.floor(j * step);
+        const temp = Math.round(rnd() * 4000) / 100 - 5;
+        const doc = `{"thingName":"${thingName}","thingType":"${thingType}","domain":"root","timestamp":${ts},"state":{"temp":${temp},"latlng":"59.9${j % 10},10.7${j % 7}"}}`;
+        insert.run(thingName, thingType, ts, doc);
+      }
+    })();
+  }
+  for (const ix of indexes) db.exec(ix.sql);
+  db.pragma("synchronous = NORMAL");
+  db.exec("ANALYZE");
+  const loadSeconds = (performance.now() - t0) / 1000;
+
+  // ---- the dashboard query
+  const dayFrom = START + 10 * DAY;
+  const dayTo = dayFrom + DAY;
+  const request = {
+    size: 0,
+    query: {
+      bool: {
+        filter: [
+          { range: { timestamp: { gte: new Date(dayFrom).toISOString(), lt: new Date(dayTo).toISOString() } } },
+          { term: { thingType: "3" } },
+        ],
+      },
+    },
+    aggs: {
+      per_hour: {
+        date_histogram: { field: "timestamp", interval: "1h" },
+        aggs: { avg: { avg: { field: "state.temp" } }, max: { max: { field: "state.temp" } } },
+      },
+      things: { terms: { field: "thingName", size: 10 } },
+    },
+  };
+  const find = () => runFind(observationReader, planFind(request, Date.now()), { thingTypes: THING_TYPES });
+
+  const sql = db.prepare<
+    [string, number, number, string, number, number],
+    { k: string; key: number | string; n: number; a: number | null; m: number | null }
+  >(
+    `SELECT 'h' AS k, (ts / 3600000) * 3600000 AS key, count(*) AS n, avg(t) AS a, max(t) AS m
+       FROM (SELECT ts, json_extract(doc, '$.state.temp') AS t FROM observations INDEXED BY observations_type_ts
+              WHERE thing_type = ? AND ts >= ? AND ts < ?) GROUP BY 2
+     UNION ALL
+     SELECT 't', thing_name, count(*), NULL, NULL
+       FROM observations INDEXED BY observations_type_ts WHERE thing_type = ? AND ts >= ? AND ts < ? GROUP BY thing_name`,
+  );
+  const handWritten = () => {
+    const rows = sql.all("3", dayFrom, dayTo, "3", dayFrom, dayTo);
+    const hours = rows.filter((r) => r.k === "h").sort((x, y) => Number(x.key) - Number(y.key));
+    const terms = rows
+      .filter((r) => r.k === "t")
+      .sort((x, y) => y.n - x.n || String(x.key).localeCompare(String(y.key)))
+      .slice(0, 10);
+    return {
+      total: hours.reduce((s, r) => s + r.n, 0),
+      hours: hours.map((r) => ({ key: Number(r.key), doc_count: r.n, avg: r.a, max: r.m })),
+      terms: terms.map((r) => ({ key: String(r.key), doc_count: r.n })),
+    };
+  };
+
+  // Same answer, checked before timing.
+  const es = find() as {
+    hits: { total: number };
+    aggregations: { per_hour: { buckets: Bucket[] }; things: { buckets: TermBucket[] } };
+  };
+  const ref = handWritten();
+  const esAnswer = {
+    total: es.hits.total,
+    hours: es.aggregations.per_hour.buckets.map((b) => ({
+      key: b.key,
+      doc_count: b.doc_count,
+      avg: b.avg.value,
+      max: b.max.value,
+    })),
+    terms: es.aggregations.things.buckets,
+  };
+  const same =
+    esAnswer.total === ref.total &&
+    JSON.stringify(esAnswer.terms) === JSON.stringify(ref.terms) &&
+    esAnswer.hours.length === ref.hours.length &&
+    esAnswer.hours.every((h, i) => {
+      const r = ref.hours[i]!;
+      return (
+        h.key === r.key &&
+        h.doc_count === r.doc_count &&
+        Math.abs((h.avg ?? 0) - (r.avg ?? 0)) < 1e-9 &&
+        h.max === r.max
+      );
+    });
+  if (!same)
+    throw new Error(
+      `FIND and SQL disagree:\n${JSON.stringify(esAnswer).slice(0, 400)}\n${JSON.stringify(ref).slice(0, 400)}`,
+    );
+
+  // Interleaved, so that the load of this shared machine falls on both alike; medians.
+  const findTimes: number[] = [];
+  const sqlTimes: number[] = [];
+  find();
+  handWritten();
+  for (let i = 0; i < RUNS; i++) {
+    let s = performance.now();
+    find();
+    findTimes.push(performance.now() - s);
+    s = performance.now();
+    handWritten();
+    sqlTimes.push(performance.now() - s);
+  }
+  const median = (xs: number[]): number => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+  const findMs = median(findTimes);
+  const sqlMs = median(sqlTimes);
+
+  // ---- export throughput: one day of every thing type
+  const principal = identity.principal("bench")!;
+  const job = exports.service.create(principal, {
+    jobName: "bench",
+    type: "instant",
+    things: undefined,
+    thingType: "3",
+    from: new Date(START).toISOString(),
+    to: new Date(START + 5 * DAY).toISOString(),
+    resources: ["temp", "latlng"],
+  });
+  await new Promise((r) => setTimeout(r, 10));
+  await exports.runner.idle();
+  const execution = exports.service.executions(principal, job.id, { size: 1, order: "desc" }).exportJobExecutions[0]!;
+  const detail = exports.service.execution(principal, execution.id);
+  const exportRows = (
+    db
+      .prepare("SELECT count(*) AS n FROM observations WHERE thing_type = '3' AND ts >= ? AND ts < ?")
+      .get(START, START + 5 * DAY) as { n: number }
+  ).n;
+  const rowsPerSecond = Math.round(exportRows / (detail.engineExecutionTimeInMillis / 1000));
+  const fileBytes = exports.files.size(execution.id) ?? 0;
+
+  await dms.close();
+  rmSync(dataDir, { recursive: true, force: true });
+
+  const header = [
+    `machine: ${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores, Node ${process.version}, ${new Date().toISOString()}`,
+    `rerun: \`${COMMAND}\`${ROWS === 5_000_000 ? "" : ` (BENCH_FIND_ROWS=${ROWS})`}`,
+    `data: ${ROWS.toLocaleString("en")} observations over ${DAYS} days, ${THING_TYPES.length} thing types x ${THINGS_PER_TYPE} things; loaded in ${loadSeconds.toFixed(1)} s (prepared insert, one transaction per 50k rows, indexes rebuilt after)`,
+    `dashboard query: one day, term thingType, date_histogram 1h with avg+max of state.temp, terms thingName size 10: ${es.hits.total.toLocaleString("en")} matching observations; answers checked equal before timing; median of ${RUNS}`,
+  ];
+  const table = [
+    "| figure | value |",
+    "|---|---|",
+    `| FIND (plan + SQLite pushdown + evaluation + aggregations) | ${findMs.toFixed(1)} ms |`,
+    `| one hand-written SQL query (json_extract, GROUP BY) | ${sqlMs.toFixed(1)} ms |`,
+    `| ratio FIND / SQL (target <= 1.5) | ${(findMs / sqlMs).toFixed(2)} |`,
+    `| export: ${exportRows.toLocaleString("en")} rows to CSV.gz (${(fileBytes / 1e6).toFixed(1)} MB) | ${rowsPerSecond.toLocaleString("en")} rows/s (${detail.engineExecutionTimeInMillis} ms) |`,
+  ];
+  const section = [...header.map((l) => `${l}  `), "", ...table].join("\n");
+  console.log(`## bench/find\n\n${section}\n`);
+  writeSection("find", `## bench/find\n\n${section}\n`);
+}
+
+function writeSection(area: string, body: string): void {
+  const file = join(import.meta.dirname, "..", "RESULTS.md");
+  const start = `<!-- bench:${area} -->`;
+  const end = `<!-- /bench:${area} -->`;
+  const block = `${start}\n${body}${end}`;
+  const text = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmark results\n";
+  const i = text.indexOf(start);
+  const j = text.indexOf(end);
+  const next =
+    i >= 0 && j > i ? `${text.slice(0, i)}${block}${text.slice(j + end.length)}` : `${text.trimEnd()}\n\n${block}\n`;
+  writeFileSync(file, next);
+}
+
+await main();

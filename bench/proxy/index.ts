@@ -1,0 +1,335 @@
+/**
+ * bench/proxy: throughput of one session against a direct loopback connection
+ * in the same run, and many concurrent sessions each moving 1 MiB.
+ *
+ * The proxy runs as its own process (a real `dms` with `DMS_ROLES=proxy`);
+ * this process is the device and the client in both measurements, and the
+ * server and client in the direct one, so the generator's work is the same
+ * and the ratio shows what the proxy hop costs.
+ *
+ *   npx tsx bench/proxy/index.ts [--gib 1] [--sessions 1000] [--rounds 3]
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { connect, createServer, type Socket } from "node:net";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Tokens } from "../../src/auth/index.js";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const MiB = 1024 * 1024;
+const API_KEY = "bench-api-key-0001";
+const SECRET = "bench-secret-bench-secret-bench-secret";
+
+const args = new Map<string, string>();
+for (let i = 2; i < process.argv.length - 1; i += 2)
+  args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1]!);
+const GIB = Number(args.get("gib") ?? 1);
+const SESSIONS = Number(args.get("sessions") ?? 1000);
+const ROUNDS = Number(args.get("rounds") ?? 3);
+const SESSION_BYTES = 1 * MiB;
+const CHUNK = Buffer.alloc(256 * 1024, 0x5a);
+
+interface Proxy {
+  child: ChildProcess;
+  devicePort: number;
+  control: (path: string, serial: string) => Promise<Response>;
+  dataDir: string;
+}
+
+async function main(): Promise<void> {
+  const command = `npx tsx bench/proxy/index.ts --gib ${GIB} --sessions ${SESSIONS} --rounds ${ROUNDS}`;
+  const header = [
+    `machine: ${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores, Node ${process.version}`,
+    `date: ${new Date().toISOString()}, load average at start ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")} (the machine is shared)`,
+    `rerun: \`${command}\``,
+  ];
+  console.log(header.join("\n"));
+
+  const proxy = await startProxy();
+  try {
+    const bytes = GIB * 1024 * MiB;
+    const direct: number[] = [];
+    const proxied: number[] = [];
+    let proxyCpuSeconds = 0;
+    let directCpuSeconds = 0;
+    for (let r = 0; r < ROUNDS; r++) {
+      const own = process.cpuUsage();
+      direct.push(await directRun(bytes));
+      const used = process.cpuUsage(own);
+      directCpuSeconds += (used.user + used.system) / 1e6;
+      const cpuBefore = cpuSeconds(proxy.child.pid!);
+      proxied.push(await proxiedRun(proxy, bytes));
+      proxyCpuSeconds += cpuSeconds(proxy.child.pid!) - cpuBefore;
+      console.log(
+        `round ${r + 1}: direct ${mibps(bytes, direct[r]!)} MiB/s, proxied ${mibps(bytes, proxied[r]!)} MiB/s`,
+      );
+    }
+    const d = median(direct);
+    const p = median(proxied);
+    const ratio = d / p;
+
+    const many = await concurrentRun(proxy, SESSIONS);
+    const rows = [
+      `| figure | value |`,
+      `|---|---|`,
+      `| ${GIB} GiB direct loopback (median of ${ROUNDS}) | ${mibps(bytes, d)} MiB/s (${d.toFixed(0)} ms) |`,
+      `| ${GIB} GiB through the proxy (median of ${ROUNDS}) | ${mibps(bytes, p)} MiB/s (${p.toFixed(0)} ms) |`,
+      `| ratio proxy / direct (target >= 0.8) | ${ratio.toFixed(2)} |`,
+      `| CPU per GiB: both ends of the direct connection / the proxy process forwarding | ${(directCpuSeconds / ROUNDS / GIB).toFixed(2)} s / ${(proxyCpuSeconds / ROUNDS / GIB).toFixed(2)} s |`,
+      `| ${SESSIONS} concurrent sessions: set-up (device connect, /on, client connect) | ${many.setupMs.toFixed(0)} ms |`,
+      `| ${SESSIONS} concurrent sessions x 1 MiB: transfer wall time | ${many.transferMs.toFixed(0)} ms (${mibps(SESSIONS * SESSION_BYTES, many.transferMs)} MiB/s aggregate) |`,
+      `| proxy process RSS: idle / peak (VmHWM) | ${many.idleRssMiB.toFixed(0)} MiB / ${many.peakRssMiB.toFixed(0)} MiB |`,
+    ];
+    console.log(`\n${rows.join("\n")}`);
+    writeResults([
+      "## Proxy",
+      "",
+      ...header.map((h) => `${h}  `),
+      "",
+      "The proxy is a separate `dms` process (`DMS_ROLES=proxy`); device, client and the direct pair run in the benchmark process. Device to client direction, 256 KiB writes.",
+      "",
+      ...rows,
+    ]);
+  } finally {
+    proxy.child.kill("SIGTERM");
+    await new Promise((r) => proxy.child.once("exit", r));
+    rmSync(proxy.dataDir, { recursive: true, force: true });
+  }
+}
+
+// ---- the proxy process ----
+
+async function startProxy(): Promise<Proxy> {
+  const dataDir = mkdtempSync(join(tmpdir(), "dms-bench-proxy-"));
+  const things = [{ thingName: "big", thingType: "1", domain: "root", serial: "BIG" }];
+  for (let i = 0; i < SESSIONS; i++)
+    things.push({ thingName: `b${i}`, thingType: "1", domain: "root", serial: `B${i}` });
+  const provision = {
+    apiKeys: [API_KEY],
+    domains: [{ id: "root" }],
+    users: [
+      { userName: "admin", password: "admin-pw", role: "ReadWrite", homeDomain: "root", privileges: { root: ["*.*"] } },
+    ],
+    thingTypes: [{ id: "1", domain: "root" }],
+    things,
+  };
+  writeFileSync(join(dataDir, "provision.json"), JSON.stringify(provision));
+  const [devicePort, controlPort] = [await freePort(), await freePort()];
+  const range = await freeRange(SESSIONS + 1);
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: root,
+    stdio: ["ignore", "inherit", "inherit"],
+    env: {
+      ...process.env,
+      DMS_ROLES: "proxy",
+      DMS_DATA_DIR: dataDir,
+      DMS_PROVISION: join(dataDir, "provision.json"),
+      DMS_JWT_SECRET: SECRET,
+      DMS_LOG_LEVEL: "warn",
+      DMS_HTTP_HOST: "127.0.0.1",
+      DMS_PROXY_DEVICE_PORT: String(devicePort),
+      DMS_PROXY_CONTROL_PORT: String(controlPort),
+      DMS_PROXY_PORTS: `${range.first}-${range.last}`,
+      DMS_PROXY_HOST: "127.0.0.1",
+    },
+  });
+  const token = (await new Tokens(SECRET).issue("admin")).token;
+  const control = (path: string, serial: string): Promise<Response> =>
+    fetch(`http://127.0.0.1:${controlPort}${path}?serial=${encodeURIComponent(serial)}`, {
+      headers: { "x-api-key": API_KEY, authorization: token },
+    });
+  for (let i = 0; ; i++) {
+    const up = await control("/status", "BIG").then(
+      (r) => r.status === 404,
+      () => false,
+    );
+    if (up) break;
+    if (i > 300) throw new Error("proxy did not start");
+    await sleep(100);
+  }
+  return { child, devicePort, control, dataDir };
+}
+
+function rssMiB(pid: number, field: "VmRSS" | "VmHWM"): number {
+  const file = `/proc/${pid}/status`;
+  if (!existsSync(file)) return NaN;
+  const line = readFileSync(file, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith(field));
+  return Number(line?.match(/(\d+)/)?.[1] ?? NaN) / 1024;
+}
+
+/** User plus system CPU seconds the process has used so far (fields 14 and 15 of /proc/<pid>/stat). */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+// ---- measurements ----
+
+/** Milliseconds to move `bytes` over a plain loopback connection. */
+async function directRun(bytes: number): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as { port: number }).port;
+  const accepted = new Promise<Socket>((r) => server.once("connection", r));
+  const sender = await open(port);
+  const receiver = await accepted;
+  const ms = await transfer(sender, receiver, bytes);
+  sender.destroy();
+  receiver.destroy();
+  server.close();
+  return ms;
+}
+
+/** Milliseconds to move `bytes` from a device to a client through one proxy session. */
+async function proxiedRun(proxy: Proxy, bytes: number): Promise<number> {
+  const { device, client } = await session(proxy, "BIG");
+  const ms = await transfer(device, client, bytes);
+  await proxy.control("/off", "BIG");
+  device.destroy();
+  client.destroy();
+  return ms;
+}
+
+async function concurrentRun(
+  proxy: Proxy,
+  n: number,
+): Promise<{ setupMs: number; transferMs: number; idleRssMiB: number; peakRssMiB: number }> {
+  const pid = proxy.child.pid!;
+  const idleRssMiB = rssMiB(pid, "VmRSS");
+  const t0 = performance.now();
+  const pairs: { device: Socket; client: Socket }[] = [];
+  const serials = Array.from({ length: n }, (_, i) => `B${i}`);
+  // Set up in batches so /on requests do not all queue at once on one HTTP pool.
+  for (let i = 0; i < n; i += 50) {
+    pairs.push(...(await Promise.all(serials.slice(i, i + 50).map((s) => session(proxy, s)))));
+  }
+  const setupMs = performance.now() - t0;
+  const t1 = performance.now();
+  await Promise.all(pairs.map((p) => transfer(p.device, p.client, SESSION_BYTES)));
+  const transferMs = performance.now() - t1;
+  const peakRssMiB = rssMiB(pid, "VmHWM");
+  for (let i = 0; i < n; i += 100) await Promise.all(serials.slice(i, i + 100).map((s) => proxy.control("/off", s)));
+  for (const p of pairs) {
+    p.device.destroy();
+    p.client.destroy();
+  }
+  return { setupMs, transferMs, idleRssMiB, peakRssMiB };
+}
+
+/** A running session: the device has sent its serial, /on answered, the client is connected. */
+async function session(proxy: Proxy, serial: string): Promise<{ device: Socket; client: Socket }> {
+  const device = await open(proxy.devicePort);
+  device.write(`${serial}\r`);
+  const res = await proxy.control("/on", serial);
+  if (res.status !== 200) throw new Error(`/on ${serial}: ${res.status} ${await res.text()}`);
+  const { port } = (await res.json()) as { port: number };
+  const client = await open(port);
+  // The session pairs a device only once its serial line is read; wait until the proxy sees both.
+  for (;;) {
+    const s = (await (await proxy.control("/status", serial)).json()) as {
+      device_connected: boolean;
+      client_connected: boolean;
+    };
+    if (s.device_connected && s.client_connected) break;
+    await sleep(2);
+  }
+  return { device, client };
+}
+
+/** Writes `bytes` with backpressure on `from`, resolves with the ms until `to` has read them all. */
+function transfer(from: Socket, to: Socket, bytes: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const start = performance.now();
+    let received = 0;
+    const onData = (chunk: Buffer): void => {
+      received += chunk.length;
+      if (received >= bytes) {
+        to.off("data", onData);
+        resolve(performance.now() - start);
+      }
+    };
+    to.on("data", onData);
+    to.once("error", reject);
+    let written = 0;
+    const pump = (): void => {
+      while (written < bytes) {
+        const n = Math.min(CHUNK.length, bytes - written);
+        written += n;
+        if (!from.write(n === CHUNK.length ? CHUNK : CHUNK.subarray(0, n))) return void from.once("drain", pump);
+      }
+    };
+    pump();
+  });
+}
+
+// ---- helpers ----
+
+function open(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ port, host: "127.0.0.1" }, () => resolve(s));
+    s.once("error", reject);
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function freeRange(count: number): Promise<{ first: number; last: number }> {
+  // Below the ephemeral range (32768+) so outgoing connections do not take them.
+  for (let first = 20_000; first + count < 32_000; first += count) {
+    let free = true;
+    for (let p = first; p < first + count && free; p++) free = await isFree(p);
+    if (free) return { first, last: first + count - 1 };
+  }
+  throw new Error("no free port range");
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once("error", () => resolve(false));
+    s.listen({ port }, () => s.close(() => resolve(true)));
+  });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const mibps = (bytes: number, ms: number): string => (bytes / MiB / (ms / 1000)).toFixed(0);
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+function writeResults(lines: string[]): void {
+  const file = join(root, "bench", "RESULTS.md");
+  const begin = "<!-- bench:proxy -->";
+  const end = "<!-- /bench:proxy -->";
+  const section = `${begin}\n${lines.join("\n")}\n${end}`;
+  const current = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmark results\n";
+  const at = current.indexOf(begin);
+  const stop = current.indexOf(end);
+  const next =
+    at >= 0 && stop > at
+      ? current.slice(0, at) + section + current.slice(stop + end.length)
+      : `${current.trimEnd()}\n\n${section}\n`;
+  writeFileSync(file, next);
+  console.log(`\nwrote ${file}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,163 @@
+import { parse, type EvalFunction } from "mathjs";
+
+/** Thrown for a `${...}` that does not close or does not parse. */
+export class TemplateError extends Error {}
+
+interface Expr {
+  source: string;
+  /** A plain dotted path (`thing.thingName`) is looked up; anything else is a mathjs expression. */
+  path?: string[];
+  fn?: EvalFunction;
+}
+
+type Part = string | Expr;
+
+export type Scope = Record<string, unknown>;
+
+const PATH = /^[A-Za-z_$][\w$]*(\.[\w$-]+)*$/;
+
+/**
+ * A string with `${...}` variables, parsed once. Rendering looks each
+ * variable up in the scope; an unknown one renders as the empty string and
+ * is reported through `onUnknown` so the caller can log it.
+ */
+export class Template {
+  constructor(private readonly parts: readonly Part[]) {}
+
+  get isConstant(): boolean {
+    return this.parts.every((p) => typeof p === "string");
+  }
+
+  /** The variables' sources, for validation messages and the loop check. */
+  variables(): string[] {
+    return this.parts.filter((p): p is Expr => typeof p !== "string").map((p) => p.source);
+  }
+
+  /**
+   * A template that is exactly one `${...}` keeps the value's type (a number
+   * stays a number, for SET_RESOURCE); otherwise the parts are joined as text.
+   */
+  render(scope: Scope, onUnknown: (variable: string) => void): unknown {
+    if (this.parts.length === 1 && typeof this.parts[0] !== "string") {
+      const value = evaluate(this.parts[0]!, scope);
+      if (value === undefined) onUnknown(this.parts[0]!.source);
+      return value ?? "";
+    }
+    let out = "";
+    for (const part of this.parts) {
+      if (typeof part === "string") {
+        out += part;
+        continue;
+      }
+      const value = evaluate(part, scope);
+      if (value === undefined) onUnknown(part.source);
+      out += text(value);
+    }
+    return out;
+  }
+}
+
+function evaluate(expr: Expr, scope: Scope): unknown {
+  if (expr.path) {
+    let value: unknown = scope;
+    for (const key of expr.path) {
+      if (value === null || typeof value !== "object" || !Object.hasOwn(value, key)) return undefined;
+      value = (value as Record<string, unknown>)[key];
+    }
+    return value;
+  }
+  try {
+    const value: unknown = expr.fn!.evaluate({ ...scope });
+    return value === null || value === undefined ? undefined : value;
+  } catch {
+    // An undefined symbol or a type mismatch: the variable is unknown for this payload.
+    return undefined;
+  }
+}
+
+function text(value: unknown): string {
+  if (value === undefined || value === null) return "";
+  if (typeof value === "object") return JSON.stringify(value);
+  return String(value);
+}
+
+/** Parses `text`; throws TemplateError naming the bad variable. */
+export function parseTemplate(source: string): Template {
+  const parts: Part[] = [];
+  let at = 0;
+  while (at < source.length) {
+    const open = source.indexOf("${", at);
+    if (open < 0) {
+      parts.push(source.slice(at));
+      break;
+    }
+    if (open > at) parts.push(source.slice(at, open));
+    const close = matchingBrace(source, open + 2);
+    if (close < 0) throw new TemplateError(`unclosed \${ at position ${open}`);
+    parts.push(compileExpr(source.slice(open + 2, close).trim()));
+    at = close + 1;
+  }
+  return new Template(parts);
+}
+
+function matchingBrace(source: string, from: number): number {
+  let depth = 0;
+  for (let i = from; i < source.length; i++) {
+    const ch = source[i];
+    if (ch === "{") depth++;
+    else if (ch === "}") {
+      if (depth === 0) return i;
+      depth--;
+    }
+  }
+  return -1;
+}
+
+function compileExpr(source: string): Expr {
+  if (source === "") throw new TemplateError("empty ${}");
+  if (PATH.test(source)) return { source, path: source.split(".") };
+  try {
+    return { source, fn: parse(source).compile() };
+  } catch (e) {
+    throw new TemplateError(`\${${source}} does not parse: ${(e as Error).message}`);
+  }
+}
+
+const cache = new Map<string, Template>();
+const CACHE_LIMIT = 10_000;
+
+/** parseTemplate with a cache: action configs repeat the same strings for every delivery. */
+export function template(source: string): Template {
+  let t = cache.get(source);
+  if (!t) {
+    if (cache.size >= CACHE_LIMIT) cache.clear();
+    t = parseTemplate(source);
+    cache.set(source, t);
+  }
+  return t;
+}
+
+/** Every string in `value` (deeply) rendered against `scope`. */
+export function substitute<T>(value: T, scope: Scope, onUnknown: (variable: string) => void): T {
+  return deep(value, scope, onUnknown) as T;
+}
+
+function deep(value: unknown, scope: Scope, onUnknown: (variable: string) => void): unknown {
+  if (typeof value === "string") return value.includes("${") ? template(value).render(scope, onUnknown) : value;
+  if (Array.isArray(value)) return value.map((v) => deep(v, scope, onUnknown));
+  if (value !== null && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = deep(v, scope, onUnknown);
+    return out;
+  }
+  return value;
+}
+
+/** Every string in `value` (deeply) with its path, for validation. */
+export function* strings(value: unknown, path: string[] = []): Generator<[string[], string]> {
+  if (typeof value === "string") yield [path, value];
+  else if (Array.isArray(value)) for (const [i, v] of value.entries()) yield* strings(v, [...path, String(i)]);
+  else if (value !== null && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) yield* strings(v, [...path, k]);
+  }
+}

@@ -1,0 +1,128 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { required } from "../../errors/index.js";
+import { BulkUpdateSchema, CreateRuleBodySchema, DryRunSchema, RuleBodySchema } from "../../rules/index.js";
+import type { RouteModule } from "../context.js";
+import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
+
+const RuleSchema = RuleBodySchema.extend({
+  id: z.string(),
+  actions: z.array(z.object({ type: z.string(), config: z.record(z.string(), z.unknown()) })),
+  readonly: z.boolean(),
+}).openapi("Rule");
+const IdParam = z.object({ id: z.string() });
+/** A blank id (`/rules/%20`) is a missing one. */
+const idOf = (id: string): string => {
+  if (id.trim() === "") throw required("id");
+  return id;
+};
+const tags = ["rules"];
+
+const list = createRoute({
+  method: "get",
+  path: "/rules",
+  tags,
+  summary: "LIST: the rules the caller may see; rules of ancestor domains are readonly",
+  responses: jsonResponses(z.array(RuleSchema)),
+});
+const create = createRoute({
+  method: "post",
+  path: "/rules",
+  tags,
+  summary: "CREATE: a rule, with a generated id when none is given",
+  request: jsonBody(CreateRuleBodySchema),
+  responses: {
+    ...jsonResponses(RuleSchema, "Created", 201),
+    409: { description: "RULE_ID_EXISTS" },
+  },
+});
+const get = createRoute({
+  method: "get",
+  path: "/rules/{id}",
+  tags,
+  summary: "GET: one rule",
+  request: { params: IdParam },
+  responses: jsonResponses(RuleSchema),
+});
+const update = createRoute({
+  method: "put",
+  path: "/rules/{id}",
+  tags,
+  summary: "UPDATE: replace a rule; changing filter.domain moves it (Rules.DELETE on the old, Rules.CREATE on the new)",
+  request: { params: IdParam, ...jsonBody(RuleBodySchema) },
+  responses: jsonResponses(RuleSchema),
+});
+const remove = createRoute({
+  method: "delete",
+  path: "/rules/{id}",
+  tags,
+  summary: "REMOVE: delete a rule",
+  request: { params: IdParam },
+  responses: emptyResponses(),
+});
+const bulk = createRoute({
+  method: "patch",
+  path: "/rules",
+  tags,
+  summary: "BULK UPDATE: set enabled on many rules; failures are listed in errors[], the rest applied",
+  request: jsonBody(BulkUpdateSchema),
+  responses: jsonResponses(
+    z.object({
+      updated: z.array(RuleSchema),
+      errors: z.array(z.object({ id: z.string(), message: z.string() })),
+    }),
+  ),
+});
+
+const ActionOut = z.object({ type: z.string(), config: z.record(z.string(), z.unknown()) });
+const test = createRoute({
+  method: "post",
+  path: "/rules/test",
+  tags,
+  summary:
+    "Dry run: which of the given observations would trigger the rule, and the substituted action configs; nothing is stored or sent",
+  request: jsonBody(DryRunSchema),
+  responses: jsonResponses(
+    z
+      .object({
+        triggeredCount: z.number(),
+        results: z.array(
+          z.object({
+            index: z.number(),
+            thingName: z.string(),
+            inFilter: z.boolean(),
+            matched: z.boolean(),
+            expressions: z.array(z.object({ operator: z.string(), resource: z.string(), matched: z.boolean() })),
+            triggered: z.boolean(),
+            actions: z.array(ActionOut).optional(),
+            unknownVariables: z.array(z.string()).optional(),
+          }),
+        ),
+      })
+      .openapi("RuleDryRun"),
+  ),
+});
+
+export const ruleRoutes: RouteModule = (app, { rules }) => {
+  app.openapi(list, (c) => c.json(rules.list(c.get("principal")), 200));
+  app.openapi(create, (c) => c.json(rules.create(c.get("principal"), c.req.valid("json")), 201));
+  app.openapi(test, (c) => {
+    const { rule, observations } = c.req.valid("json");
+    return c.json(rules.test(c.get("principal"), rule, observations), 200);
+  });
+  app.openapi(get, (c) => c.json(rules.get(c.get("principal"), idOf(c.req.valid("param").id)), 200));
+  app.openapi(update, (c) =>
+    c.json(rules.update(c.get("principal"), idOf(c.req.valid("param").id), c.req.valid("json")), 200),
+  );
+  app.openapi(remove, (c) => {
+    rules.remove(c.get("principal"), idOf(c.req.valid("param").id));
+    return c.body(null, 200);
+  });
+  // UPDATE and REMOVE without an id in the path name the missing property rather than a missing route.
+  app.put("/rules", () => {
+    throw required("id");
+  });
+  app.delete("/rules", () => {
+    throw required("id");
+  });
+  app.openapi(bulk, (c) => c.json(rules.bulkUpdate(c.get("principal"), c.req.valid("json")), 200));
+};

@@ -1,0 +1,27 @@
+import type { Migration } from "../store/index.js";
+
+export const eventsMigrations: Migration[] = [
+  {
+    id: "events-001-store",
+    up: `
+      CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        -- The outbox delivery that made the event: a redelivery stores it once.
+        idempotency_key TEXT NOT NULL UNIQUE,
+        rule_id TEXT NOT NULL,
+        category TEXT,
+        thing_name TEXT NOT NULL,
+        thing_type TEXT NOT NULL,
+        domain TEXT NOT NULL,
+        classification TEXT NOT NULL,
+        message TEXT NOT NULL,
+        acknowledgment_required INTEGER NOT NULL,
+        acknowledged_at INTEGER,
+        acknowledged_by TEXT,
+        ts INTEGER NOT NULL
+      );
+      CREATE INDEX events_domain_ts ON events(domain, ts);
+      CREATE INDEX events_thing_ts ON events(thing_name, ts);
+    `,
+  },
+];

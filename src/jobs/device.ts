@@ -1,0 +1,260 @@
+import type { ExecutionRow, ThingJobs } from "./jobs.js";
+import { DEVICE_STATUSES, TERMINAL, type DeviceStatus } from "./types.js";
+
+/** An MQTT message to publish: `topic` is complete, `payload` is JSON-serialised by the bridge. */
+export interface DeviceMessage {
+  topic: string;
+  payload: Record<string, unknown>;
+}
+
+/** The error codes of AWS IoT Jobs' device API. */
+export type DeviceErrorCode =
+  | "InvalidTopic"
+  | "InvalidJson"
+  | "InvalidRequest"
+  | "InvalidStateTransition"
+  | "ResourceNotFound"
+  | "VersionMismatch"
+  | "InternalError"
+  | "TerminalStateReached";
+
+class DeviceError extends Error {
+  constructor(
+    readonly code: DeviceErrorCode,
+    message: string,
+    readonly executionState?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+const MAX_STEP_MINUTES = 10080;
+const DOC_CACHE = 1000;
+
+/**
+ * The device side of thing jobs over MQTT (AWS IoT Jobs topics under
+ * `things/{thingName}/jobs/`): answers requests and builds `notify` and
+ * `notify-next` messages. Transport-free: the bridge hands it topic and
+ * bytes and publishes what it returns.
+ */
+export class DeviceJobs {
+  /** Job documents never change once uploaded, so a parsed copy can be reused. */
+  private readonly docs = new Map<string, unknown>();
+  private readonly lastNotify = new Map<string, string>();
+  private readonly lastNext = new Map<string, string>();
+
+  constructor(private readonly jobs: ThingJobs) {}
+
+  /** Answers one request published by `thingName` on `things/{thingName}/jobs/{suffix}`. */
+  handle(thingName: string, suffix: string, payload: Buffer): DeviceMessage[] {
+    const base = `things/${thingName}/jobs/${suffix}`;
+    if (/(^|\/)(accepted|rejected)$/.test(suffix) || suffix === "notify" || suffix === "notify-next") return [];
+    let clientToken: string | undefined;
+    const now = this.jobs.now();
+    try {
+      const request = parse(payload);
+      clientToken = typeof request.clientToken === "string" ? request.clientToken : undefined;
+      const answer = this.answer(thingName, suffix, request, now);
+      return [{ topic: `${base}/accepted`, payload: withToken({ ...answer, timestamp: now }, clientToken) }];
+    } catch (err) {
+      const e =
+        err instanceof DeviceError ? err : new DeviceError("InternalError", "The request could not be processed");
+      const body: Record<string, unknown> = { code: e.code, message: e.message, timestamp: now };
+      if (e.executionState) body.executionState = e.executionState;
+      return [{ topic: `${base}/rejected`, payload: withToken(body, clientToken) }];
+    }
+  }
+
+  /** `notify` and `notify-next` for a thing whose pending executions changed; only what changed is sent. */
+  notifications(thingName: string): DeviceMessage[] {
+    const now = this.jobs.now();
+    const pending = this.jobs.pending(thingName);
+    const out: DeviceMessage[] = [];
+    const listKey = pending.map((r) => `${r.job_id}:${r.execution_number}:${r.status}`).join(",");
+    if (this.lastNotify.get(thingName) !== listKey) {
+      this.lastNotify.set(thingName, listKey);
+      const jobs: Record<string, unknown[]> = {};
+      for (const r of pending) (jobs[r.status] ??= []).push(summary(r));
+      out.push({ topic: `things/${thingName}/jobs/notify`, payload: { timestamp: now, jobs } });
+    }
+    const next = pending[0];
+    const nextKey = next ? `${next.job_id}:${next.execution_number}:${next.status}` : "";
+    if (this.lastNext.get(thingName) !== nextKey) {
+      this.lastNext.set(thingName, nextKey);
+      const payload: Record<string, unknown> = { timestamp: now };
+      if (next) payload.execution = this.execution(next, true);
+      out.push({ topic: `things/${thingName}/jobs/notify-next`, payload });
+    }
+    return out;
+  }
+
+  private answer(
+    thingName: string,
+    suffix: string,
+    req: Record<string, unknown>,
+    now: number,
+  ): Record<string, unknown> {
+    if (suffix === "get") {
+      const pending = this.jobs.pending(thingName);
+      return {
+        inProgressJobs: pending.filter((r) => r.status === "IN_PROGRESS").map(summary),
+        queuedJobs: pending.filter((r) => r.status === "QUEUED").map(summary),
+      };
+    }
+    if (suffix === "start-next") return this.startNext(thingName, req, now);
+    const match = /^([^/]+)\/(get|update)$/.exec(suffix);
+    if (!match) throw new DeviceError("InvalidTopic", `Unknown jobs topic ${suffix}`);
+    const [, jobId, verb] = match as unknown as [string, string, "get" | "update"];
+    if (verb === "get") {
+      if (jobId === "$next") {
+        const next = this.jobs.pending(thingName)[0];
+        return next ? { execution: this.execution(next, req.includeJobDocument !== false) } : {};
+      }
+      const row = this.visible(jobId, thingName, req);
+      if (!row) throw new DeviceError("ResourceNotFound", `No execution of job ${jobId} on thing ${thingName}`);
+      return { execution: this.execution(row, req.includeJobDocument !== false) };
+    }
+    return this.update(thingName, jobId, req, now);
+  }
+
+  private startNext(thingName: string, req: Record<string, unknown>, now: number): Record<string, unknown> {
+    const statusDetails = details(req.statusDetails);
+    const stepTimeoutInMinutes = stepTimeout(req.stepTimeoutInMinutes);
+    let row = this.jobs.pending(thingName)[0];
+    if (!row) return {};
+    if (row.status === "QUEUED") {
+      const queued = row;
+      row = this.jobs.mutate(() =>
+        this.jobs.transition(queued, "IN_PROGRESS", now, { statusDetails, stepTimeoutInMinutes, byDevice: true }),
+      );
+    }
+    return { execution: this.execution(row, true) };
+  }
+
+  private update(thingName: string, jobId: string, req: Record<string, unknown>, now: number): Record<string, unknown> {
+    if (req.status === undefined) throw new DeviceError("InvalidRequest", "status is required");
+    if (!DEVICE_STATUSES.includes(req.status as DeviceStatus)) {
+      throw new DeviceError("InvalidRequest", `status must be one of ${DEVICE_STATUSES.join(", ")}`);
+    }
+    const status = req.status as DeviceStatus;
+    const statusDetails = details(req.statusDetails);
+    const stepTimeoutInMinutes = stepTimeout(req.stepTimeoutInMinutes);
+    const expectedVersion = optionalInt(req.expectedVersion, "expectedVersion");
+    const row = this.visible(jobId, thingName, req);
+    if (!row) throw new DeviceError("ResourceNotFound", `No execution of job ${jobId} on thing ${thingName}`);
+    if (TERMINAL.has(row.status)) {
+      throw new DeviceError("TerminalStateReached", `The execution is already ${row.status}`, state(row));
+    }
+    if (expectedVersion !== undefined && expectedVersion !== row.version_number) {
+      throw new DeviceError("VersionMismatch", `The execution is at version ${row.version_number}`, state(row));
+    }
+    const updated = this.jobs.mutate(() =>
+      this.jobs.transition(row, status, now, { statusDetails, stepTimeoutInMinutes, byDevice: true }),
+    );
+    const answer: Record<string, unknown> = {};
+    if (req.includeJobExecutionState === true) answer.executionState = state(updated);
+    if (req.includeJobDocument === true) answer.jobDocument = this.document(jobId);
+    return answer;
+  }
+
+  /** An execution the device may see: released to it, by number or the latest. */
+  private visible(jobId: string, thingName: string, req: Record<string, unknown>): ExecutionRow | undefined {
+    const number = optionalInt(req.executionNumber, "executionNumber");
+    const row = this.jobs.executionRow(jobId, thingName, number);
+    return row?.released ? row : undefined;
+  }
+
+  private execution(row: ExecutionRow, withDocument: boolean): Record<string, unknown> {
+    const e = this.jobs.toExecution(row);
+    const out: Record<string, unknown> = {
+      jobId: e.jobId,
+      thingName: e.thingName,
+      status: e.status,
+      queuedAt: e.queuedAt,
+      lastUpdatedAt: e.lastUpdatedAt,
+      versionNumber: e.versionNumber,
+      executionNumber: e.executionNumber,
+    };
+    if (withDocument) out.jobDocument = this.document(row.job_id);
+    if (e.statusDetails) out.statusDetails = e.statusDetails;
+    if (e.startedAt !== undefined) out.startedAt = e.startedAt;
+    if (e.approximateSecondsBeforeTimedOut !== undefined) {
+      out.approximateSecondsBeforeTimedOut = e.approximateSecondsBeforeTimedOut;
+    }
+    return out;
+  }
+
+  private document(jobId: string): unknown {
+    const documentId = this.jobs.jobRow(jobId)?.document_id;
+    if (!documentId) return {};
+    if (!this.docs.has(documentId)) {
+      if (this.docs.size >= DOC_CACHE) this.docs.clear();
+      this.docs.set(documentId, this.jobs.documentOf(jobId));
+    }
+    return this.docs.get(documentId);
+  }
+}
+
+function parse(payload: Buffer): Record<string, unknown> {
+  if (payload.length === 0) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(payload.toString("utf8"));
+  } catch {
+    throw new DeviceError("InvalidJson", "The payload is not JSON");
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new DeviceError("InvalidJson", "The payload must be a JSON object");
+  }
+  return value as Record<string, unknown>;
+}
+
+function withToken(body: Record<string, unknown>, clientToken: string | undefined): Record<string, unknown> {
+  return clientToken === undefined ? body : { ...body, clientToken };
+}
+
+function summary(r: ExecutionRow): Record<string, unknown> {
+  const s: Record<string, unknown> = {
+    jobId: r.job_id,
+    queuedAt: r.queued_at,
+    lastUpdatedAt: r.last_updated_at,
+    versionNumber: r.version_number,
+    executionNumber: String(r.execution_number),
+  };
+  if (r.started_at !== null) s.startedAt = r.started_at;
+  return s;
+}
+
+function state(r: ExecutionRow): Record<string, unknown> {
+  const s: Record<string, unknown> = { status: r.status, versionNumber: r.version_number };
+  if (r.status_details !== null) s.statusDetails = JSON.parse(r.status_details) as unknown;
+  return s;
+}
+
+function details(value: unknown): Record<string, string> | undefined {
+  if (value === undefined) return undefined;
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new DeviceError("InvalidRequest", "statusDetails must be a map of name/value strings");
+  }
+  const entries = Object.entries(value as Record<string, unknown>);
+  if (entries.some(([, v]) => typeof v !== "string")) {
+    throw new DeviceError("InvalidRequest", "statusDetails values must be strings");
+  }
+  return Object.fromEntries(entries) as Record<string, string>;
+}
+
+function stepTimeout(value: unknown): number | undefined {
+  const minutes = optionalInt(value, "stepTimeoutInMinutes");
+  if (minutes !== undefined && (minutes < 1 || minutes > MAX_STEP_MINUTES)) {
+    throw new DeviceError("InvalidRequest", `stepTimeoutInMinutes must be 1 to ${MAX_STEP_MINUTES}`);
+  }
+  return minutes;
+}
+
+function optionalInt(value: unknown, name: string): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  const n = typeof value === "string" && /^\d+$/.test(value) ? Number(value) : value;
+  if (typeof n !== "number" || !Number.isSafeInteger(n))
+    throw new DeviceError("InvalidRequest", `${name} must be an integer`);
+  return n;
+}

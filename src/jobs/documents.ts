@@ -1,0 +1,95 @@
+import { randomUUID } from "node:crypto";
+import { ApiError, notFound } from "../errors/index.js";
+import { isoNow, type Db } from "../store/index.js";
+import { SIGNED_URL_SECONDS, type UrlSigner } from "../signing/index.js";
+
+/** A job document may be at most this large (the interface leaves the size open). */
+export const MAX_DOCUMENT_BYTES = 32 * 1024;
+export const DOCUMENT_PATH_PREFIX = "/storage/job-documents/";
+
+export interface UploadTicket {
+  documentName: string;
+  documentId: string;
+  signedUrl: string;
+}
+
+export interface JobDocumentRow {
+  document_id: string;
+  document_name: string;
+  domain: string;
+  content: string | null;
+  created_at: string;
+  upload_expires_at: number;
+  uploaded_at: string | null;
+}
+
+export interface UploadRequest {
+  documentId: string;
+  /** The PUT as received: its URL carries the signature. */
+  request: Request;
+  contentType: string | undefined;
+  contentLength: string | undefined;
+  body: () => Promise<ArrayBuffer>;
+}
+
+/** Job documents: the upload ticket, the one signed PUT, and reading a document back. */
+export class JobDocuments {
+  constructor(
+    private readonly db: Db,
+    private readonly signer: UrlSigner,
+    private readonly clock: () => number,
+  ) {}
+
+  createTicket(documentName: string, domain: string): UploadTicket {
+    const documentId = randomUUID();
+    const path = `${DOCUMENT_PATH_PREFIX}${documentId}`;
+    const expiresAt = this.clock() + SIGNED_URL_SECONDS * 1000;
+    const url = this.signer.sign({ method: "PUT", path, expiresAt });
+    this.db
+      .prepare(
+        `INSERT INTO job_documents (document_id, document_name, domain, created_at, upload_expires_at)
+         VALUES (?, ?, ?, ?, ?)`,
+      )
+      .run(documentId, documentName, domain, isoNow(this.clock()), expiresAt);
+    return { documentName, documentId, signedUrl: url };
+  }
+
+  document(documentId: string): JobDocumentRow | undefined {
+    return this.db
+      .prepare<[string], JobDocumentRow>("SELECT * FROM job_documents WHERE document_id = ?")
+      .get(documentId);
+  }
+
+  /**
+   * Accepts the PUT of a signed URL once. Forbidden (403) for a bad, expired
+   * or used URL, so a leaked URL cannot replace a document a job already uses.
+   */
+  async upload(req: UploadRequest): Promise<void> {
+    const verdict = this.signer.verifyRequest(req.request);
+    if (!verdict.ok) throw new ApiError("FORBIDDEN", `Signed URL refused: ${verdict.reason}`);
+    const row = this.document(req.documentId);
+    if (!row) throw notFound("FILE_NOT_FOUND", `Job document ${req.documentId}`);
+    if (row.content !== null) throw new ApiError("FORBIDDEN", "Signed URL refused: already used");
+    if (!req.contentType) throw new ApiError("PROPERTY_REQUIRED", "Header Content-Type is required", "Content-Type");
+    if (req.contentLength === undefined || !/^\d+$/.test(req.contentLength)) {
+      throw new ApiError("PROPERTY_REQUIRED", "Header Content-Length is required", "Content-Length", 411);
+    }
+    if (Number(req.contentLength) > MAX_DOCUMENT_BYTES) throw tooLarge();
+    const bytes = Buffer.from(await req.body());
+    if (bytes.length > MAX_DOCUMENT_BYTES) throw tooLarge();
+    const text = bytes.toString("utf8");
+    try {
+      JSON.parse(text);
+    } catch {
+      throw new ApiError("INVALID_ARGUMENTS", "The job document must be JSON", "document");
+    }
+    const done = this.db
+      .prepare("UPDATE job_documents SET content = ?, uploaded_at = ? WHERE document_id = ? AND content IS NULL")
+      .run(text, isoNow(this.clock()), req.documentId);
+    if (done.changes === 0) throw new ApiError("FORBIDDEN", "Signed URL refused: already used");
+  }
+}
+
+function tooLarge(): ApiError {
+  return new ApiError("PAYLOAD_TOO_LARGE", `A job document is at most ${MAX_DOCUMENT_BYTES} bytes`);
+}

@@ -1,0 +1,270 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import { createServer, type AddressInfo, type Server } from "node:net";
+import { Aedes, type AuthenticateError, type Client } from "aedes";
+import mqtt, { type MqttClient } from "mqtt";
+import { Counter, Gauge, type Registry } from "prom-client";
+import type { EventBus } from "../bus/index.js";
+import type { Logger } from "../observability/index.js";
+
+/** An MQTT message to publish; the payload is sent as JSON. */
+export interface BridgeMessage {
+  topic: string;
+  payload: Record<string, unknown>;
+}
+
+/** The device side of thing jobs, as the bridge needs it (src/jobs `DeviceJobs` and `ThingJobs`). */
+export interface DeviceJobsEndpoint {
+  handle(thingName: string, suffix: string, payload: Buffer): BridgeMessage[];
+  notifications(thingName: string): BridgeMessage[];
+  onPendingChanged(listener: (thingNames: ReadonlySet<string>) => void): () => void;
+}
+
+export type ObservationHandler = (thingName: string, payload: Buffer) => void;
+
+export interface DeviceBridgeOptions {
+  /** External broker; unset: the embedded aedes broker listens on `port`. */
+  mqttUrl?: string | undefined;
+  port: number;
+  host: string;
+  jobs: DeviceJobsEndpoint;
+  verifyThingSecret(thingName: string, secret: string): Promise<boolean>;
+  bus: EventBus;
+  logger: Logger;
+  /** Where the bridge registers its metrics (`metrics.registry`). */
+  registry?: Registry;
+  onObservations?: ObservationHandler;
+}
+
+const REPLY = /\/(accepted|rejected|notify|notify-next)$/;
+const NOTIFY_SLICE = 500;
+const BAD_CREDENTIALS = 4;
+const IDENTIFIER_REJECTED = 2;
+
+/**
+ * The device MQTT bridge: routes `things/{thingName}/jobs/...` requests to the
+ * jobs' device side, publishes its answers and notifications, and hands
+ * `things/{thingName}/observations` payloads to the observation handler.
+ */
+export class DeviceBridge {
+  readonly name = "mqtt-bridge";
+  private observations: ObservationHandler | undefined;
+  private broker: Aedes | undefined;
+  private server: Server | undefined;
+  private client: MqttClient | undefined;
+  private unsubscribe: (() => void)[] = [];
+  /** thingName → sha256 of a secret that passed scrypt, so reconnect storms do not each pay ~50 ms. */
+  private readonly verified = new Map<string, Buffer>();
+  private boundPort: number | undefined;
+  private readonly notifyQueue = new Set<string>();
+  private draining = false;
+  private readonly received: Counter<"kind">;
+  private readonly sent: Counter;
+  private readonly connected: Gauge;
+
+  constructor(private readonly options: DeviceBridgeOptions) {
+    this.observations = options.onObservations;
+    const registers = options.registry ? [options.registry] : [];
+    this.received = new Counter({
+      name: "dms_mqtt_device_messages_total",
+      help: "Device messages the bridge handled, by kind (jobs request or observation)",
+      labelNames: ["kind"],
+      registers,
+    });
+    this.sent = new Counter({
+      name: "dms_mqtt_published_total",
+      help: "Replies and notifications the bridge published to devices",
+      registers,
+    });
+    this.connected = new Gauge({
+      name: "dms_mqtt_connected_devices",
+      help: "Devices connected to the embedded broker",
+      registers,
+      collect: () => this.connected.set(this.broker?.connectedClients ?? 0),
+    });
+  }
+
+  /** Where device observations go (the rule engine's embedded source). */
+  onObservations(handler: ObservationHandler): void {
+    this.observations = handler;
+  }
+
+  /** The embedded broker's port once started. */
+  get port(): number | undefined {
+    return this.boundPort;
+  }
+
+  async start(): Promise<void> {
+    const { jobs, bus } = this.options;
+    this.unsubscribe.push(
+      jobs.onPendingChanged((things) => {
+        for (const t of things) this.notifyQueue.add(t);
+        this.scheduleDrain();
+      }),
+      bus.on("thing.changed", (e) => this.verified.delete(e.thingName)),
+    );
+    if (this.options.mqttUrl) await this.connectExternal(this.options.mqttUrl);
+    else await this.listenEmbedded();
+  }
+
+  async stop(): Promise<void> {
+    for (const u of this.unsubscribe) u();
+    this.unsubscribe = [];
+    this.notifyQueue.clear();
+    if (this.client) await this.client.endAsync(true);
+    if (this.broker) await new Promise<void>((resolve) => this.broker!.close(() => resolve()));
+    if (this.server) await new Promise<void>((resolve) => this.server!.close(() => resolve()));
+    this.client = undefined;
+    this.broker = undefined;
+    this.server = undefined;
+  }
+
+  publish(messages: BridgeMessage[]): void {
+    this.sent.inc(messages.length);
+    for (const m of messages) {
+      const payload = Buffer.from(JSON.stringify(m.payload));
+      if (this.client) {
+        this.client.publish(m.topic, payload, { qos: 1 }, (err) => {
+          if (err) this.options.logger.warn({ err, topic: m.topic }, "MQTT publish failed");
+        });
+      } else if (this.broker) {
+        this.broker.publish({ cmd: "publish", topic: m.topic, payload, qos: 1, retain: false, dup: false }, (err) => {
+          if (err) this.options.logger.warn({ err, topic: m.topic }, "MQTT publish failed");
+        });
+      }
+    }
+  }
+
+  /**
+   * Notifications leave in slices of NOTIFY_SLICE things per turn of the event
+   * loop: a job to ten thousand things would otherwise hold the loop (and the
+   * REST request that created it) for all twenty thousand publishes. Each
+   * notification is built when sent, so it carries the then current state.
+   */
+  private scheduleDrain(): void {
+    if (this.draining || this.notifyQueue.size === 0) return;
+    this.draining = true;
+    setImmediate(() => {
+      this.draining = false;
+      let n = 0;
+      for (const thingName of this.notifyQueue) {
+        this.notifyQueue.delete(thingName);
+        try {
+          this.publish(this.options.jobs.notifications(thingName));
+        } catch (err) {
+          this.options.logger.error({ err, thingName }, "job notification failed");
+        }
+        if (++n >= NOTIFY_SLICE) break;
+      }
+      this.scheduleDrain();
+    });
+  }
+
+  /** A device message on `topic`, already authorized (embedded) or trusted to the external broker. */
+  private route(topic: string, payload: Buffer): void {
+    const parts = topic.split("/");
+    if (parts[0] !== "things" || parts.length < 3 || !parts[1]) return;
+    const thingName = parts[1];
+    if (parts[2] === "observations" && parts.length === 3) {
+      this.received.inc({ kind: "observation" });
+      this.observations?.(thingName, payload);
+      return;
+    }
+    if (parts[2] !== "jobs" || parts.length < 4 || REPLY.test(topic)) return;
+    this.received.inc({ kind: "jobs" });
+    try {
+      this.publish(this.options.jobs.handle(thingName, parts.slice(3).join("/"), payload));
+    } catch (err) {
+      this.options.logger.error({ err, topic }, "device jobs request failed");
+    }
+  }
+
+  private async listenEmbedded(): Promise<void> {
+    const broker = await Aedes.createBroker({
+      authenticate: (client, username, password, done) => {
+        this.authenticate(client, username, password).then(
+          (code) => (code === 0 ? done(null, true) : done(authError(code), false)),
+          (err: unknown) => {
+            this.options.logger.error({ err }, "MQTT authentication failed");
+            done(authError(BAD_CREDENTIALS), false);
+          },
+        );
+      },
+      authorizePublish: (client, packet, done) => {
+        if (client && ownTopic(client.id, packet.topic) && !REPLY.test(packet.topic)) return done(null);
+        done(new Error(`${client?.id ?? "?"} may not publish on ${packet.topic}`));
+      },
+      authorizeSubscribe: (client, sub, done) => {
+        // A refused filter is granted 0x80 (failure) rather than dropping the connection.
+        done(null, ownTopic(client.id, sub.topic) ? sub : null);
+      },
+    });
+    broker.on("publish", (packet, client) => {
+      if (!client) return;
+      // Answered on a later turn: publishing from inside aedes' delivery chain nests one stack frame
+      // chain per queued message, and a burst of thousands overflows the stack.
+      const topic = packet.topic;
+      const payload = Buffer.from(packet.payload);
+      setImmediate(() => this.route(topic, payload));
+    });
+    const server = createServer(broker.handle);
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.options.port, this.options.host, () => resolve());
+    });
+    this.broker = broker;
+    this.server = server;
+    this.boundPort = (server.address() as AddressInfo).port;
+    this.options.logger.info({ port: this.boundPort }, "embedded MQTT broker listening");
+  }
+
+  private async connectExternal(url: string): Promise<void> {
+    const client = await mqtt.connectAsync(url, {
+      clientId: `dms-bridge-${process.pid}-${Date.now().toString(36)}`,
+      reconnectPeriod: 1000,
+    });
+    client.on("message", (topic, payload) => this.route(topic, payload));
+    client.on("error", (err) => this.options.logger.warn({ err }, "MQTT bridge client error"));
+    // Only request topics: `things/+/jobs/#` would also bring back every reply and notification the
+    // bridge itself publishes. QoS 0 because a broker's per-client queue (Mosquitto: 1000 QoS 1
+    // messages) drops a burst of thousands of requests; devices retry a request that got no answer,
+    // as with AWS IoT Jobs, and observations are fire-and-forget telemetry.
+    await client.subscribeAsync(
+      [
+        "things/+/jobs/get",
+        "things/+/jobs/start-next",
+        "things/+/jobs/+/get",
+        "things/+/jobs/+/update",
+        "things/+/observations",
+      ],
+      { qos: 0 },
+    );
+    this.client = client;
+    this.options.logger.info({ url }, "MQTT bridge connected to external broker");
+  }
+
+  /** 0 when accepted, else the CONNACK return code. Client id and user name must both be the thingName. */
+  private async authenticate(
+    client: Client,
+    username: string | undefined,
+    password: Buffer | undefined,
+  ): Promise<number> {
+    if (!username || !password) return BAD_CREDENTIALS;
+    if (client.id !== username) return IDENTIFIER_REJECTED;
+    const secret = password.toString("utf8");
+    const digest = createHash("sha256").update(secret).digest();
+    const known = this.verified.get(username);
+    if (known && timingSafeEqual(known, digest)) return 0;
+    if (!(await this.options.verifyThingSecret(username, secret))) return BAD_CREDENTIALS;
+    this.verified.set(username, digest);
+    return 0;
+  }
+}
+
+function ownTopic(thingName: string, topic: string): boolean {
+  const prefix = `things/${thingName}/`;
+  return topic.startsWith(prefix) && topic.length > prefix.length;
+}
+
+function authError(returnCode: number): AuthenticateError {
+  return Object.assign(new Error("Connection refused"), { returnCode }) as AuthenticateError;
+}

@@ -1,0 +1,7 @@
+export {
+  DeviceBridge,
+  type DeviceBridgeOptions,
+  type DeviceJobsEndpoint,
+  type BridgeMessage,
+  type ObservationHandler,
+} from "./bridge.js";

@@ -1,0 +1,855 @@
+import {
+  DEFAULT_DATE_FORMAT,
+  UTC,
+  addUnits,
+  parseDateMath,
+  parseFormat,
+  parseTimeValue,
+  parseZone,
+  roundDown,
+  type DateFormat,
+  type Unit,
+  type Zone,
+} from "./dates.js";
+import { badQuery, intAt, isObject, numberAt, objectAt, onlyKeys, stringAt, type Json } from "./errors.js";
+import {
+  accessor,
+  geoAccessor,
+  isDateField,
+  javaDouble,
+  quantize,
+  toNumber,
+  type Doc,
+  type GeoPoint,
+} from "./fields.js";
+import { compileSort, compileSource, hitOf } from "./hits.js";
+import { compileQuery, newPushdown, type Matcher } from "./query.js";
+
+export interface AggContext {
+  now: number;
+}
+
+/** A compiled aggregation: run over the documents of its bucket, it answers the ES 5.6 shape. */
+export interface Agg {
+  name: string;
+  run(docs: Doc[]): Json;
+}
+
+type Output = Json;
+
+/** Compiles the `aggs`/`aggregations` object of a request or of a bucket aggregation. */
+export function compileAggs(spec: unknown, ctx: AggContext, where = "aggs"): Agg[] {
+  if (spec === undefined) return [];
+  const o = objectAt(spec, where);
+  return Object.entries(o).map(([name, def]) => compileAgg(name, objectAt(def, `${where}.${name}`), ctx));
+}
+
+function compileAgg(name: string, def: Json, ctx: AggContext): Agg {
+  const subSpec = def.aggs ?? def.aggregations;
+  const kinds = Object.keys(def).filter((k) => k !== "aggs" && k !== "aggregations" && k !== "meta");
+  if (kinds.length !== 1) throw badQuery(`[aggs.${name}] must hold exactly one aggregation type`);
+  const kind = kinds[0]!;
+  const body = def[kind];
+  const where = `aggs.${name}.${kind}`;
+  if (kind === "global") throw badQuery(`[${where}] global aggregations are not allowed`);
+  const subs = compileAggs(subSpec, ctx, `aggs.${name}.aggs`);
+  const make = BUILDERS[kind];
+  if (!make) throw badQuery(`unsupported aggregation [${kind}] in [aggs.${name}]`);
+  if (METRICS.has(kind) && subs.length > 0) throw badQuery(`[${where}] cannot hold sub-aggregations`);
+  const run = make(objectAt(body, where), { ctx, subs, where });
+  const meta = def.meta;
+  return {
+    name,
+    run: meta === undefined ? run : (docs) => ({ meta, ...run(docs) }),
+  };
+}
+
+interface BuildContext {
+  ctx: AggContext;
+  subs: Agg[];
+  where: string;
+}
+
+type Builder = (body: Json, b: BuildContext) => (docs: Doc[]) => Output;
+
+const METRICS = new Set([
+  "avg",
+  "min",
+  "max",
+  "sum",
+  "stats",
+  "extended_stats",
+  "value_count",
+  "cardinality",
+  "percentiles",
+  "top_hits",
+  "geo_bounds",
+  "geo_centroid",
+]);
+
+function runSubs(subs: Agg[], docs: Doc[], out: Output): Output {
+  for (const s of subs) out[s.name] = s.run(docs);
+  return out;
+}
+
+// ---------------------------------------------------------------- metrics
+
+interface ValueSource {
+  field: string;
+  date: boolean;
+  format: DateFormat | undefined;
+  values(doc: Doc): number[];
+}
+
+function valueSource(body: Json, where: string, extra: string[]): ValueSource {
+  onlyKeys(body, ["field", "missing", "format", ...extra], where);
+  if (body.script !== undefined) throw badQuery(`[${where}] scripts are not supported`);
+  const field = stringAt(body.field, `${where}.field`);
+  const date = isDateField(field);
+  const format =
+    body.format === undefined
+      ? date
+        ? DEFAULT_DATE_FORMAT
+        : undefined
+      : parseFormat(stringAt(body.format, `${where}.format`));
+  const get = accessor(field);
+  const missing = body.missing === undefined ? undefined : toNumber(body.missing);
+  return {
+    field,
+    date,
+    format: date ? format : undefined,
+    values: (doc) => {
+      const vs = get(doc);
+      const out: number[] = [];
+      for (const v of vs) {
+        const n = toNumber(v);
+        if (n !== undefined) out.push(n);
+      }
+      if (out.length === 0 && missing !== undefined) out.push(missing);
+      return out;
+    },
+  };
+}
+
+function withString(out: Output, key: string, value: number | null, src: ValueSource): Output {
+  out[key] = value;
+  if (value !== null && src.format) out[`${key}_as_string`] = src.format.print(value, UTC);
+  return out;
+}
+
+function singleValue(reduce: (vals: number[]) => number | null): Builder {
+  return (body, b) => {
+    const src = valueSource(body, b.where, []);
+    return (docs) => {
+      const vals: number[] = [];
+      for (const d of docs) for (const v of src.values(d)) vals.push(v);
+      return withString({}, "value", reduce(vals), src);
+    };
+  };
+}
+
+function sum(vals: number[]): number {
+  let s = 0;
+  for (const v of vals) s += v;
+  return s;
+}
+
+function statsOf(vals: number[]): { count: number; min: number; max: number; sum: number } {
+  let min = Infinity;
+  let max = -Infinity;
+  let s = 0;
+  for (const v of vals) {
+    if (v < min) min = v;
+    if (v > max) max = v;
+    s += v;
+  }
+  return { count: vals.length, min, max, sum: s };
+}
+
+const collect = (src: ValueSource, docs: Doc[]): number[] => {
+  const vals: number[] = [];
+  for (const d of docs) for (const v of src.values(d)) vals.push(v);
+  return vals;
+};
+
+const stats: Builder = (body, b) => {
+  const src = valueSource(body, b.where, []);
+  return (docs) => statsOutput(collect(src, docs), src);
+};
+
+function statsOutput(vals: number[], src: ValueSource): Output {
+  const s = statsOf(vals);
+  const has = s.count > 0;
+  const out: Output = { count: s.count };
+  withString(out, "min", has ? s.min : null, src);
+  withString(out, "max", has ? s.max : null, src);
+  withString(out, "avg", has ? s.sum / s.count : null, src);
+  withString(out, "sum", has ? s.sum : null, src);
+  return out;
+}
+
+const extendedStats: Builder = (body, b) => {
+  const src = valueSource(body, b.where, ["sigma"]);
+  const sigma = body.sigma === undefined ? 2 : numberAt(body.sigma, `${b.where}.sigma`);
+  if (sigma < 0) throw badQuery(`[${b.where}.sigma] must be >= 0`);
+  return (docs) => {
+    const vals = collect(src, docs);
+    const out = statsOutput(vals, src);
+    if (vals.length === 0) {
+      return {
+        ...out,
+        sum_of_squares: null,
+        variance: null,
+        std_deviation: null,
+        std_deviation_bounds: { upper: null, lower: null },
+      };
+    }
+    let sq = 0;
+    for (const v of vals) sq += v * v;
+    const avg = (out.avg as number) ?? 0;
+    const variance = Math.max(0, sq / vals.length - avg * avg);
+    const sd = Math.sqrt(variance);
+    return {
+      ...out,
+      sum_of_squares: sq,
+      variance,
+      std_deviation: sd,
+      std_deviation_bounds: { upper: avg + sigma * sd, lower: avg - sigma * sd },
+    };
+  };
+};
+
+const valueCount: Builder = (body, b) => {
+  onlyKeys(body, ["field", "missing"], b.where);
+  const get = accessor(stringAt(body.field, `${b.where}.field`));
+  return (docs) => {
+    let n = 0;
+    for (const d of docs) n += get(d).length;
+    return { value: n };
+  };
+};
+
+/** Exact below ES's default precision_threshold (3000), which is where dashboards live. */
+const cardinality: Builder = (body, b) => {
+  onlyKeys(body, ["field", "missing", "precision_threshold"], b.where);
+  const get = accessor(stringAt(body.field, `${b.where}.field`));
+  const missing = body.missing;
+  return (docs) => {
+    const seen = new Set<unknown>();
+    for (const d of docs) {
+      const vs = get(d);
+      if (vs.length === 0 && missing !== undefined) seen.add(missing);
+      for (const v of vs) seen.add(typeof v === "object" ? JSON.stringify(v) : v);
+    }
+    return { value: seen.size };
+  };
+};
+
+/**
+ * ES 5.6's t-digest keeps every value as its own centroid while the set is
+ * small, and then interpolates linearly between neighbours at q*(n-1): the
+ * same as this exact computation. Large sets may differ in the last digits.
+ */
+const percentiles: Builder = (body, b) => {
+  const src = valueSource(body, b.where, ["percents", "keyed", "tdigest", "compression"]);
+  if (body.hdr !== undefined) throw badQuery(`[${b.where}.hdr] is not supported`);
+  const percents =
+    body.percents === undefined
+      ? [1, 5, 25, 50, 75, 95, 99]
+      : (body.percents as unknown[]).map((p) => numberAt(p, `${b.where}.percents`));
+  if (!Array.isArray(body.percents ?? [])) throw badQuery(`[${b.where}.percents] must be an array`);
+  const keyed = body.keyed !== false;
+  return (docs) => {
+    const vals = collect(src, docs).sort((x, y) => x - y);
+    // t-digest 3.0's interpolation between the singleton centroids around q*(n-1), term for term.
+    const at = (p: number): number | null => {
+      if (vals.length === 0) return null;
+      if (vals.length === 1) return vals[0]!;
+      const idx = (p / 100) * (vals.length - 1);
+      const hi = Math.min(vals.length - 1, Math.ceil(idx));
+      if (hi === 0) return vals[0]!;
+      const lo = hi - 1;
+      return vals[lo]! * (hi - idx) + vals[hi]! * (idx - lo);
+    };
+    if (keyed) {
+      const values: Output = {};
+      for (const p of percents) {
+        const v = at(p);
+        values[javaDouble(p)] = v;
+        if (v !== null && src.format) values[`${javaDouble(p)}_as_string`] = src.format.print(v, UTC);
+      }
+      return { values };
+    }
+    return { values: percents.map((p) => ({ key: p, value: at(p) })) };
+  };
+};
+
+const topHits: Builder = (body, b) => {
+  onlyKeys(body, ["size", "from", "sort", "_source", "track_scores"], b.where);
+  const size = body.size === undefined ? 3 : intAt(body.size, `${b.where}.size`);
+  const from = body.from === undefined ? 0 : intAt(body.from, `${b.where}.from`);
+  const sorter = compileSort(body.sort);
+  const source = compileSource(body._source);
+  const trackScores = body.track_scores === true;
+  return (docs) => {
+    const sorted = [...docs].sort(sorter ? sorter.compare : (x, y) => y.score - x.score || x.id - y.id);
+    const scored = !sorter || sorter.byScore || trackScores;
+    const page = sorted.slice(from, from + size);
+    const hits = page.map((d) =>
+      hitOf(d, scored ? d.score : null, source, sorter && !sorter.byScore ? sorter.values(d) : undefined),
+    );
+    let maxScore: number | null = null;
+    if (scored) for (const d of docs) maxScore = maxScore === null ? d.score : Math.max(maxScore, d.score);
+    return { hits: { total: docs.length, max_score: maxScore, hits } };
+  };
+};
+
+function geoValues(body: Json, where: string, extra: string[]): (doc: Doc) => GeoPoint[] {
+  onlyKeys(body, ["field", ...extra], where);
+  const get = geoAccessor(stringAt(body.field, `${where}.field`));
+  return (doc) => get(doc).map(quantize);
+}
+
+const geoBounds: Builder = (body, b) => {
+  const get = geoValues(body, b.where, ["wrap_longitude"]);
+  const wrap = body.wrap_longitude !== false;
+  return (docs) => {
+    let top = -Infinity;
+    let bottom = Infinity;
+    let posLeft = Infinity;
+    let posRight = -Infinity;
+    let negLeft = Infinity;
+    let negRight = -Infinity;
+    for (const d of docs) {
+      for (const p of get(d)) {
+        top = Math.max(top, p.lat);
+        bottom = Math.min(bottom, p.lat);
+        if (p.lon >= 0) {
+          posLeft = Math.min(posLeft, p.lon);
+          posRight = Math.max(posRight, p.lon);
+        } else {
+          negLeft = Math.min(negLeft, p.lon);
+          negRight = Math.max(negRight, p.lon);
+        }
+      }
+    }
+    if (top === -Infinity) return {};
+    let left: number;
+    let right: number;
+    // The choice ES 5.6's InternalGeoBounds makes: the narrower of the plain and the date-line-crossing box.
+    if (negLeft === Infinity) [left, right] = [posLeft, posRight];
+    else if (posLeft === Infinity) [left, right] = [negLeft, negRight];
+    else if (wrap && posRight - negLeft > 180 - posLeft - (-180 - negRight)) [left, right] = [posLeft, negRight];
+    else [left, right] = [negLeft, posRight];
+    return { bounds: { top_left: { lat: top, lon: left }, bottom_right: { lat: bottom, lon: right } } };
+  };
+};
+
+const geoCentroid: Builder = (body, b) => {
+  const get = geoValues(body, b.where, []);
+  return (docs) => {
+    let lat = 0;
+    let lon = 0;
+    let n = 0;
+    for (const d of docs) {
+      for (const p of get(d)) {
+        lat += p.lat;
+        lon += p.lon;
+        n++;
+      }
+    }
+    return n === 0 ? {} : { location: { lat: lat / n, lon: lon / n } };
+  };
+};
+
+// ---------------------------------------------------------------- buckets
+
+interface Bucket {
+  key: unknown;
+  docs: Doc[];
+  extra?: Output;
+}
+
+type Order = { path: string; desc: boolean }[];
+
+function parseOrder(v: unknown, where: string, fallback: Order): Order {
+  if (v === undefined) return fallback;
+  const items = Array.isArray(v) ? v : [v];
+  return items.map((item) => {
+    const entries = Object.entries(objectAt(item, `${where}.order`));
+    if (entries.length !== 1) throw badQuery(`[${where}.order] each entry must name one key`);
+    const [path, dir] = entries[0]!;
+    if (dir !== "asc" && dir !== "desc") throw badQuery(`[${where}.order.${path}] must be asc or desc`);
+    return { path: path === "_term" ? "_key" : path, desc: dir === "desc" };
+  });
+}
+
+/** A sub-aggregation value for ordering: `agg` (single value) or `agg.metric` / `agg[50]`. */
+function orderValue(out: Output, path: string): number {
+  const dot = path.indexOf(".");
+  const name = dot < 0 ? path : path.slice(0, dot);
+  const sub = out[name];
+  if (!isObject(sub)) throw badQuery(`[order] names unknown aggregation [${name}]`);
+  if (dot < 0) {
+    if ("value" in sub) return (sub.value as number | null) ?? -Infinity;
+    if ("doc_count" in sub) return sub.doc_count as number;
+    throw badQuery(`[order] aggregation [${name}] is multi-valued: name the metric`);
+  }
+  const metric = path.slice(dot + 1);
+  const v = sub[metric] ?? (isObject(sub.values) ? sub.values[metric] : undefined);
+  if (v === undefined) throw badQuery(`[order] unknown metric [${path}]`);
+  return (v as number | null) ?? -Infinity;
+}
+
+function compareKeys(a: unknown, b: unknown): number {
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  const sa = String(a);
+  const sb = String(b);
+  return sa < sb ? -1 : sa > sb ? 1 : 0;
+}
+
+function sortBuckets(rendered: { bucket: Bucket; out: Output }[], order: Order, tieByKey: boolean): void {
+  rendered.sort((x, y) => {
+    for (const o of order) {
+      let c: number;
+      if (o.path === "_key") c = compareKeys(x.bucket.key, y.bucket.key);
+      else if (o.path === "_count") c = x.bucket.docs.length - y.bucket.docs.length;
+      else c = orderValue(x.out, o.path) - orderValue(y.out, o.path);
+      if (c !== 0) return o.desc ? -c : c;
+    }
+    return tieByKey ? compareKeys(x.bucket.key, y.bucket.key) : 0;
+  });
+}
+
+function renderBucket(b: Bucket, keyFields: Output, subs: Agg[]): Output {
+  return runSubs(subs, b.docs, { ...keyFields, doc_count: b.docs.length, ...b.extra });
+}
+
+const terms: Builder = (body, b) => {
+  onlyKeys(
+    body,
+    [
+      "field",
+      "size",
+      "shard_size",
+      "order",
+      "min_doc_count",
+      "shard_min_doc_count",
+      "missing",
+      "format",
+      "show_term_doc_count_error",
+      "execution_hint",
+      "collect_mode",
+      "include",
+      "exclude",
+      "value_type",
+    ],
+    b.where,
+  );
+  if (body.script !== undefined) throw badQuery(`[${b.where}] scripts are not supported`);
+  const field = stringAt(body.field, `${b.where}.field`);
+  const get = accessor(field);
+  const size = body.size === undefined ? 10 : intAt(body.size, `${b.where}.size`, 1);
+  const minDocCount = body.min_doc_count === undefined ? 1 : intAt(body.min_doc_count, `${b.where}.min_doc_count`);
+  if (minDocCount === 0)
+    throw badQuery(`[${b.where}.min_doc_count] 0 is not supported: terms of unmatched observations are not listed`);
+  const order = parseOrder(body.order, b.where, [{ path: "_count", desc: true }]);
+  const include = body.include === undefined ? undefined : termFilter(body.include, `${b.where}.include`);
+  const exclude = body.exclude === undefined ? undefined : termFilter(body.exclude, `${b.where}.exclude`);
+  const missing = body.missing;
+  const date = isDateField(field);
+  const format = date
+    ? body.format === undefined
+      ? DEFAULT_DATE_FORMAT
+      : parseFormat(String(body.format))
+    : undefined;
+  return (docs) => {
+    let booleans = false;
+    const groups = new Map<unknown, Bucket>();
+    const add = (key: unknown, d: Doc): void => {
+      let g = groups.get(key);
+      if (!g) groups.set(key, (g = { key, docs: [] }));
+      if (g.docs[g.docs.length - 1] !== d) g.docs.push(d);
+    };
+    for (const d of docs) {
+      const vs = get(d);
+      if (vs.length === 0 && missing !== undefined) add(missing, d);
+      for (const v of vs) {
+        if (typeof v === "boolean") booleans = true;
+        const key = typeof v === "boolean" ? (v ? 1 : 0) : typeof v === "object" ? JSON.stringify(v) : v;
+        if (include && !include(key)) continue;
+        if (exclude && exclude(key)) continue;
+        add(key, d);
+      }
+    }
+    const kept = [...groups.values()].filter((g) => g.docs.length >= minDocCount);
+    const rendered = kept.map((bucket) => ({
+      bucket,
+      out: renderBucket(bucket, booleans ? booleanKey(bucket.key) : keyFieldsOf(bucket.key, format), b.subs),
+    }));
+    sortBuckets(rendered, order, true);
+    const shown = rendered.slice(0, size);
+    let other = 0;
+    for (const r of rendered.slice(size)) other += r.bucket.docs.length;
+    return { doc_count_error_upper_bound: 0, sum_other_doc_count: other, buckets: shown.map((r) => r.out) };
+  };
+};
+
+/** ES 5.6 answers boolean terms as 1/0 with `key_as_string` "true"/"false". */
+function booleanKey(key: unknown): Output {
+  return key === 1 || key === 0 ? { key, key_as_string: key === 1 ? "true" : "false" } : { key };
+}
+
+function keyFieldsOf(key: unknown, format: DateFormat | undefined): Output {
+  return format && typeof key === "number" ? { key, key_as_string: format.print(key, UTC) } : { key };
+}
+
+function termFilter(v: unknown, where: string): (key: unknown) => boolean {
+  if (typeof v === "string") {
+    const re = new RegExp(`^(?:${v})$`);
+    return (k) => re.test(String(k));
+  }
+  if (Array.isArray(v)) {
+    const set = new Set(v.map(String));
+    return (k) => set.has(String(k));
+  }
+  throw badQuery(`[${where}] must be a regular expression or an array`);
+}
+
+interface HistogramSpec {
+  /** The bucket key of a value. */
+  keyOf(v: number): number;
+  /** The key after `k`. */
+  next(k: number): number;
+  format: DateFormat | undefined;
+  zone: Zone;
+}
+
+function histogramRun(
+  body: Json,
+  b: BuildContext,
+  spec: HistogramSpec,
+  getValues: (d: Doc) => number[],
+  bounds: { min?: number; max?: number } | undefined,
+): (docs: Doc[]) => Output {
+  const minDocCount = body.min_doc_count === undefined ? 0 : intAt(body.min_doc_count, `${b.where}.min_doc_count`);
+  const order = parseOrder(body.order, b.where, [{ path: "_key", desc: false }]);
+  const keyed = body.keyed === true;
+  return (docs) => {
+    const groups = new Map<number, Bucket>();
+    for (const d of docs) {
+      let last: number | undefined;
+      for (const v of getValues(d)) {
+        const key = spec.keyOf(v);
+        if (key === last) continue;
+        last = key;
+        let g = groups.get(key);
+        if (!g) groups.set(key, (g = { key, docs: [] }));
+        if (g.docs[g.docs.length - 1] !== d) g.docs.push(d);
+      }
+    }
+    let buckets = [...groups.values()];
+    if (minDocCount === 0) {
+      const keys = buckets.map((g) => g.key as number);
+      let lo = keys.length ? Math.min(...keys) : undefined;
+      let hi = keys.length ? Math.max(...keys) : undefined;
+      if (bounds?.min !== undefined)
+        lo = lo === undefined ? spec.keyOf(bounds.min) : Math.min(lo, spec.keyOf(bounds.min));
+      if (bounds?.max !== undefined)
+        hi = hi === undefined ? spec.keyOf(bounds.max) : Math.max(hi, spec.keyOf(bounds.max));
+      if (lo !== undefined && hi !== undefined) {
+        const filled: Bucket[] = [];
+        let guard = 0;
+        for (let k = lo; k <= hi; k = spec.next(k)) {
+          if (++guard > 100_000) throw badQuery(`[${b.where}] would create too many buckets`);
+          filled.push(groups.get(k) ?? { key: k, docs: [] });
+        }
+        buckets = filled;
+      }
+    } else buckets = buckets.filter((g) => g.docs.length >= minDocCount);
+    const rendered = buckets.map((bucket) => {
+      const k = bucket.key as number;
+      const keyFields: Output = spec.format ? { key_as_string: spec.format.print(k, spec.zone), key: k } : { key: k };
+      return { bucket, out: renderBucket(bucket, keyFields, b.subs) };
+    });
+    sortBuckets(rendered, order, true);
+    if (!keyed) return { buckets: rendered.map((r) => r.out) };
+    const out: Output = {};
+    for (const r of rendered) out[(r.out.key_as_string as string) ?? javaDouble(r.bucket.key as number)] = r.out;
+    return { buckets: out };
+  };
+}
+
+const histogram: Builder = (body, b) => {
+  onlyKeys(
+    body,
+    ["field", "interval", "offset", "min_doc_count", "extended_bounds", "order", "keyed", "missing"],
+    b.where,
+  );
+  const src = valueSource({ field: body.field, missing: body.missing }, b.where, []);
+  const interval = numberAt(body.interval, `${b.where}.interval`);
+  if (interval <= 0) throw badQuery(`[${b.where}.interval] must be > 0`);
+  const offset = body.offset === undefined ? 0 : numberAt(body.offset, `${b.where}.offset`);
+  const eb =
+    body.extended_bounds === undefined ? undefined : objectAt(body.extended_bounds, `${b.where}.extended_bounds`);
+  const bounds = eb && {
+    min: eb.min === undefined ? undefined : numberAt(eb.min, "extended_bounds.min"),
+    max: eb.max === undefined ? undefined : numberAt(eb.max, "extended_bounds.max"),
+  };
+  const spec: HistogramSpec = {
+    keyOf: (v) => Math.floor((v - offset) / interval) * interval + offset,
+    next: (k) => k + interval,
+    format: undefined,
+    zone: UTC,
+  };
+  return histogramRun(body, b, spec, (d) => src.values(d), bounds);
+};
+
+const CALENDAR: Record<string, Unit> = {
+  year: "y",
+  "1y": "y",
+  quarter: "q",
+  "1q": "q",
+  month: "M",
+  "1M": "M",
+  week: "w",
+  "1w": "w",
+  day: "d",
+  "1d": "d",
+  hour: "h",
+  "1h": "h",
+  minute: "m",
+  "1m": "m",
+  second: "s",
+  "1s": "s",
+};
+
+const FIXED_UNITS: Partial<Record<Unit, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+const dateHistogram: Builder = (body, b) => {
+  onlyKeys(
+    body,
+    [
+      "field",
+      "interval",
+      "offset",
+      "time_zone",
+      "format",
+      "min_doc_count",
+      "extended_bounds",
+      "order",
+      "keyed",
+      "missing",
+    ],
+    b.where,
+  );
+  const field = stringAt(body.field, `${b.where}.field`);
+  const get = accessor(field);
+  const intervalText = stringAt(String(body.interval ?? ""), `${b.where}.interval`);
+  if (!intervalText) throw badQuery(`[${b.where}] requires [interval]`);
+  const zone = body.time_zone === undefined ? UTC : parseZone(stringAt(body.time_zone, `${b.where}.time_zone`));
+  if (!zone) throw badQuery(`[${b.where}.time_zone] [${String(body.time_zone)}] is not known`);
+  const format =
+    body.format === undefined ? DEFAULT_DATE_FORMAT : parseFormat(stringAt(body.format, `${b.where}.format`));
+  if (!format) throw badQuery(`[${b.where}.format] is not supported`);
+  const offset = body.offset === undefined ? 0 : parseOffset(body.offset, b.where);
+  const unit = CALENDAR[intervalText];
+  const fixed = unit ? undefined : parseTimeValue(intervalText);
+  if (!unit && !fixed) throw badQuery(`[${b.where}.interval] [${intervalText}] is not a calendar or fixed interval`);
+  const size = zone === UTC ? (fixed ?? (unit && FIXED_UNITS[unit])) : undefined;
+  // Days and shorter units in UTC are fixed lengths: plain arithmetic, no calendar.
+  const spec: HistogramSpec = size
+    ? {
+        keyOf: (v) => Math.floor((v - offset) / size) * size + offset,
+        next: (k) => k + size,
+        format,
+        zone,
+      }
+    : unit
+      ? {
+          keyOf: (v) => roundDown(v - offset, unit, zone) + offset,
+          next: (k) => addUnits(k - offset, 1, unit, zone) + offset,
+          format,
+          zone,
+        }
+      : {
+          keyOf: (v) => {
+            const local = v + zone(v);
+            const k = Math.floor((local - offset) / fixed!) * fixed! + offset;
+            return k - zone(k - zone(k));
+          },
+          next: (k) => k + fixed!,
+          format,
+          zone,
+        };
+  const eb =
+    body.extended_bounds === undefined ? undefined : objectAt(body.extended_bounds, `${b.where}.extended_bounds`);
+  const bound = (v: unknown, up: boolean): number | undefined => {
+    if (v === undefined) return undefined;
+    const t = parseDateMath(v, format, zone, b.ctx.now, up);
+    if (t === undefined) throw badQuery(`[${b.where}.extended_bounds] cannot parse [${String(v)}]`);
+    return t;
+  };
+  const bounds = eb && { min: bound(eb.min, false), max: bound(eb.max, false) };
+  const missing = body.missing === undefined ? undefined : parseDateMath(body.missing, format, zone, b.ctx.now, false);
+  const values = (d: Doc): number[] => {
+    const out: number[] = [];
+    for (const v of get(d)) {
+      const n = toNumber(v);
+      if (n !== undefined) out.push(n);
+    }
+    if (out.length === 0 && missing !== undefined) out.push(missing);
+    return out;
+  };
+  return histogramRun(body, b, spec, values, bounds);
+};
+
+function parseOffset(v: unknown, where: string): number {
+  if (typeof v === "number") return v;
+  const m = /^([+-]?)(.+)$/.exec(String(v));
+  const ms = m && parseTimeValue(m[2]!);
+  if (!m || ms === undefined || ms === null) throw badQuery(`[${where}.offset] [${String(v)}] is not a time value`);
+  return m[1] === "-" ? -ms : ms;
+}
+
+interface RangeDef {
+  key: string | undefined;
+  from: number | undefined;
+  to: number | undefined;
+}
+
+function rangeBuckets(
+  body: Json,
+  b: BuildContext,
+  parse: (v: unknown, where: string) => number | undefined,
+  format: DateFormat | undefined,
+  get: (d: Doc) => number[],
+): (docs: Doc[]) => Output {
+  if (!Array.isArray(body.ranges) || body.ranges.length === 0) throw badQuery(`[${b.where}] requires [ranges]`);
+  const ranges: RangeDef[] = body.ranges.map((r, i) => {
+    const o = objectAt(r, `${b.where}.ranges[${i}]`);
+    onlyKeys(o, ["key", "from", "to"], `${b.where}.ranges[${i}]`);
+    return {
+      key: o.key === undefined ? undefined : String(o.key),
+      from: o.from === undefined || o.from === null ? undefined : parse(o.from, `${b.where}.ranges[${i}].from`),
+      to: o.to === undefined || o.to === null ? undefined : parse(o.to, `${b.where}.ranges[${i}].to`),
+    };
+  });
+  // ES 5.6 answers the ranges sorted by from, then to.
+  ranges.sort((x, y) => (x.from ?? -Infinity) - (y.from ?? -Infinity) || (x.to ?? Infinity) - (y.to ?? Infinity));
+  const keyed = body.keyed === true;
+  const show = (n: number | undefined): string =>
+    n === undefined ? "*" : format ? format.print(n, UTC) : javaDouble(n);
+  return (docs) => {
+    const out = ranges.map((r) => {
+      const inside = docs.filter((d) =>
+        get(d).some((v) => (r.from === undefined || v >= r.from) && (r.to === undefined || v < r.to)),
+      );
+      const fields: Output = { key: r.key ?? `${show(r.from)}-${show(r.to)}` };
+      if (r.from !== undefined) {
+        fields.from = r.from;
+        if (format) fields.from_as_string = format.print(r.from, UTC);
+      }
+      if (r.to !== undefined) {
+        fields.to = r.to;
+        if (format) fields.to_as_string = format.print(r.to, UTC);
+      }
+      return renderBucket({ key: fields.key, docs: inside }, fields, b.subs);
+    });
+    if (!keyed) return { buckets: out };
+    const byKey: Output = {};
+    for (const o of out) {
+      const { key, ...rest } = o;
+      byKey[key as string] = rest;
+    }
+    return { buckets: byKey };
+  };
+}
+
+const range: Builder = (body, b) => {
+  onlyKeys(body, ["field", "ranges", "keyed", "missing"], b.where);
+  const src = valueSource({ field: body.field, missing: body.missing }, b.where, []);
+  return rangeBuckets(
+    body,
+    b,
+    (v, w) => numberAt(v, w),
+    undefined,
+    (d) => src.values(d),
+  );
+};
+
+const dateRange: Builder = (body, b) => {
+  onlyKeys(body, ["field", "ranges", "keyed", "format", "time_zone", "missing"], b.where);
+  const field = stringAt(body.field, `${b.where}.field`);
+  const format =
+    body.format === undefined ? DEFAULT_DATE_FORMAT : parseFormat(stringAt(body.format, `${b.where}.format`));
+  if (!format) throw badQuery(`[${b.where}.format] is not supported`);
+  const zone = body.time_zone === undefined ? UTC : parseZone(stringAt(body.time_zone, `${b.where}.time_zone`));
+  if (!zone) throw badQuery(`[${b.where}.time_zone] is not known`);
+  const get = accessor(field);
+  const parse = (v: unknown, w: string): number => {
+    const t = parseDateMath(v, format, zone, b.ctx.now, false);
+    if (t === undefined) throw badQuery(`[${w}] cannot parse date [${String(v)}]`);
+    return t;
+  };
+  const values = (d: Doc): number[] =>
+    get(d)
+      .map(toNumber)
+      .filter((n): n is number => n !== undefined);
+  return rangeBuckets(body, b, parse, format, values);
+};
+
+const filter: Builder = (body, b) => {
+  const m = compileQuery(body, { now: b.ctx.now, pushdown: newPushdown() }, false, true);
+  return (docs) => {
+    const inside = docs.filter((d) => m.test(d));
+    return runSubs(b.subs, inside, { doc_count: inside.length });
+  };
+};
+
+const filters: Builder = (body, b) => {
+  onlyKeys(body, ["filters", "other_bucket", "other_bucket_key"], b.where);
+  const ctx = { now: b.ctx.now, pushdown: newPushdown() };
+  const named = isObject(body.filters);
+  if (!named && !Array.isArray(body.filters)) throw badQuery(`[${b.where}.filters] must be an object or an array`);
+  const list: [string, Matcher][] = named
+    ? Object.entries(body.filters as Json).map(([k, q]) => [k, compileQuery(q, ctx, false, true)])
+    : (body.filters as unknown[]).map((q, i) => [String(i), compileQuery(q, ctx, false, true)]);
+  const otherKey =
+    body.other_bucket_key === undefined ? undefined : stringAt(body.other_bucket_key, `${b.where}.other_bucket_key`);
+  const other = body.other_bucket === true || otherKey !== undefined;
+  return (docs) => {
+    const results: [string, Output][] = list.map(([k, m]) => {
+      const inside = docs.filter((d) => m.test(d));
+      return [k, runSubs(b.subs, inside, { doc_count: inside.length })];
+    });
+    if (other) {
+      const rest = docs.filter((d) => !list.some(([, m]) => m.test(d)));
+      results.push([otherKey ?? "_other_", runSubs(b.subs, rest, { doc_count: rest.length })]);
+    }
+    if (named) return { buckets: Object.fromEntries(results) };
+    return { buckets: results.map(([, o]) => o) };
+  };
+};
+
+const BUILDERS: Record<string, Builder> = {
+  avg: singleValue((v) => (v.length ? sum(v) / v.length : null)),
+  min: singleValue((v) => (v.length ? statsOf(v).min : null)),
+  max: singleValue((v) => (v.length ? statsOf(v).max : null)),
+  sum: singleValue((v) => sum(v)),
+  stats,
+  extended_stats: extendedStats,
+  value_count: valueCount,
+  cardinality,
+  percentiles,
+  top_hits: topHits,
+  geo_bounds: geoBounds,
+  geo_centroid: geoCentroid,
+  terms,
+  histogram,
+  date_histogram: dateHistogram,
+  range,
+  date_range: dateRange,
+  filter,
+  filters,
+};

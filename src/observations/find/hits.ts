@@ -1,0 +1,155 @@
+import { badQuery, isObject, objectAt, stringAt } from "./errors.js";
+import { accessor, toNumber, type Accessor, type Doc } from "./fields.js";
+
+/** One sort key of a request, compiled. `_score` and `_doc` are the ES pseudo-fields. */
+export interface SortKey {
+  field: string;
+  desc: boolean;
+  missingFirst: boolean;
+  mode: "min" | "max" | "avg" | "sum" | undefined;
+  get: Accessor | undefined;
+}
+
+export interface Sorter {
+  keys: SortKey[];
+  byScore: boolean;
+  compare(a: Doc, b: Doc): number;
+  values(doc: Doc): unknown[];
+}
+
+/** `sort` as ES 5.6 takes it: a string, an object, or an array of either. */
+export function compileSort(spec: unknown): Sorter | undefined {
+  if (spec === undefined) return undefined;
+  const items = Array.isArray(spec) ? spec : [spec];
+  const keys = items.map(sortKey);
+  const byScore = keys.length === 1 && keys[0]!.field === "_score" && keys[0]!.desc;
+  const valueOf = (k: SortKey, d: Doc): number | string | null => {
+    if (k.field === "_score") return d.score;
+    if (k.field === "_doc") return d.id;
+    const vs = k.get!(d).filter((v) => typeof v === "number" || typeof v === "string" || typeof v === "boolean");
+    if (vs.length === 0) return null;
+    if (vs.length === 1) return norm(vs[0]);
+    const nums = vs.map(toNumber).filter((n): n is number => n !== undefined);
+    if (nums.length === vs.length) {
+      const mode = k.mode ?? (k.desc ? "max" : "min");
+      if (mode === "min") return Math.min(...nums);
+      if (mode === "max") return Math.max(...nums);
+      const sum = nums.reduce((s, n) => s + n, 0);
+      return mode === "sum" ? sum : sum / nums.length;
+    }
+    const strs = vs.map(String).sort();
+    return k.desc ? strs[strs.length - 1]! : strs[0]!;
+  };
+  const compare = (a: Doc, b: Doc): number => {
+    for (const k of keys) {
+      const va = valueOf(k, a);
+      const vb = valueOf(k, b);
+      if (va === vb) continue;
+      if (va === null) return k.missingFirst ? -1 : 1;
+      if (vb === null) return k.missingFirst ? 1 : -1;
+      const c = va < vb ? -1 : 1;
+      return k.desc ? -c : c;
+    }
+    return a.id - b.id;
+  };
+  return { keys, byScore, compare, values: (d) => keys.map((k) => valueOf(k, d)) };
+}
+
+function norm(v: unknown): number | string {
+  if (typeof v === "boolean") return v ? 1 : 0;
+  return v as number | string;
+}
+
+function sortKey(item: unknown): SortKey {
+  if (typeof item === "string") return make(item, item === "_score" ? "desc" : "asc", undefined);
+  const o = objectAt(item, "sort");
+  const entries = Object.entries(o);
+  if (entries.length !== 1) throw badQuery("[sort] each entry must name one field");
+  const [field, spec] = entries[0]!;
+  if (typeof spec === "string") return make(field, spec, undefined);
+  if (!isObject(spec)) throw badQuery(`[sort.${field}] must be a string or an object`);
+  for (const k of Object.keys(spec)) {
+    if (!["order", "missing", "mode", "unmapped_type"].includes(k))
+      throw badQuery(`[sort.${field}] does not support [${k}]`);
+  }
+  const order = spec.order === undefined ? (field === "_score" ? "desc" : "asc") : stringAt(spec.order, "sort.order");
+  const key = make(field, order, spec.mode);
+  if (spec.missing !== undefined) {
+    if (spec.missing !== "_first" && spec.missing !== "_last") throw badQuery("[sort.missing] must be _first or _last");
+    key.missingFirst = spec.missing === "_first";
+  }
+  return key;
+}
+
+function make(field: string, order: string, mode: unknown): SortKey {
+  if (order !== "asc" && order !== "desc") throw badQuery(`[sort.${field}.order] must be asc or desc`);
+  if (mode !== undefined && !["min", "max", "avg", "sum"].includes(String(mode)))
+    throw badQuery(`[sort.${field}.mode] is not supported`);
+  return {
+    field,
+    desc: order === "desc",
+    missingFirst: false,
+    mode: mode as SortKey["mode"],
+    get: field === "_score" || field === "_doc" ? undefined : accessor(field),
+  };
+}
+
+/** `_source` filtering: false, a pattern, a list, or `{includes, excludes}` with `*` wildcards. */
+export function compileSource(spec: unknown): (src: Record<string, unknown>) => Record<string, unknown> | undefined {
+  if (spec === undefined || spec === true) return (s) => s;
+  if (spec === false) return () => undefined;
+  let includes: string[] = [];
+  let excludes: string[] = [];
+  if (typeof spec === "string") includes = [spec];
+  else if (Array.isArray(spec)) includes = spec.map((s) => stringAt(s, "_source"));
+  else if (isObject(spec)) {
+    const list = (v: unknown): string[] =>
+      v === undefined ? [] : Array.isArray(v) ? v.map((s) => stringAt(s, "_source")) : [stringAt(v, "_source")];
+    includes = list(spec.includes ?? spec.include);
+    excludes = list(spec.excludes ?? spec.exclude);
+  } else throw badQuery("[_source] must be a boolean, string, array or object");
+  const toRe = (p: string): RegExp => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")}$`);
+  const inc = includes.map(toRe);
+  const exc = excludes.map(toRe);
+  // A path is kept when it or one of its parents is included, or an include pattern reaches below it.
+  const filter = (obj: Record<string, unknown>, prefix: string): Record<string, unknown> => {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(obj)) {
+      const path = prefix ? `${prefix}.${k}` : k;
+      if (exc.some((r) => r.test(path))) continue;
+      const included = inc.length === 0 || inc.some((r) => r.test(path));
+      if (included) {
+        out[k] = isObject(v) && exc.length > 0 ? filter(v, path) : v;
+      } else if (isObject(v) && includes.some((p) => p.startsWith(`${path}.`) || p.startsWith("*"))) {
+        const sub = filter(v, path);
+        if (Object.keys(sub).length > 0) out[k] = sub;
+      }
+    }
+    return out;
+  };
+  return (s) => filter(s, "");
+}
+
+/** A hit as ES 5.6 writes it. */
+export function hitOf(
+  doc: Doc,
+  score: number | null,
+  source: (s: Record<string, unknown>) => Record<string, unknown> | undefined,
+  sortValues: unknown[] | undefined,
+): Record<string, unknown> {
+  const hit: Record<string, unknown> = {
+    _index: indexName(doc.thingType),
+    _type: "observation",
+    _id: String(doc.id),
+    _score: score,
+  };
+  const src = source(doc.source);
+  if (src !== undefined) hit._source = src;
+  if (sortValues) hit.sort = sortValues;
+  return hit;
+}
+
+/** One index per thing type, which is what `queryScope.thingTypes` limits. */
+export function indexName(thingType: string): string {
+  return `observations-${thingType}`;
+}

@@ -1,0 +1,1 @@
+export { planFind, runFind, type FindPlan, type FindScope } from "./search.js";

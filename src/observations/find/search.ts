@@ -1,0 +1,135 @@
+import { required } from "../../errors/index.js";
+import type { ObservationReader } from "../reader.js";
+import { compileAggs, type Agg } from "./aggs.js";
+import { badQuery, intAt, isObject, type Json } from "./errors.js";
+import type { Doc } from "./fields.js";
+import { compileSort, compileSource, hitOf, type Sorter } from "./hits.js";
+import { compileQuery, newPushdown, type Matcher, type Pushdown } from "./query.js";
+
+/** The request keys FIND understands; anything else is refused by name. */
+const REQUEST_KEYS = ["query", "aggs", "aggregations", "size", "from", "sort", "_source", "track_scores", "timeout"];
+/**
+ * Observations one FIND may read. Every candidate is held parsed while the
+ * aggregations run, so this bounds the memory of a query.
+ */
+export const MAX_CANDIDATES = 1_000_000;
+/** ES's index.max_result_window. */
+const MAX_RESULT_WINDOW = 10_000;
+
+/** A FIND request planned once: what to read, how to test, what to answer. */
+export interface FindPlan {
+  pushdown: Pushdown;
+  matcher: Matcher;
+  aggs: Agg[];
+  size: number;
+  from: number;
+  sorter: Sorter | undefined;
+  trackScores: boolean;
+  source: (s: Record<string, unknown>) => Record<string, unknown> | undefined;
+}
+
+/**
+ * Parses the `query` property of a FIND body (an ES 5.6 search request) into
+ * a plan, enforcing the interface's requirements: a `range` on `timestamp`
+ * with `gte` that every hit must satisfy, and no `global` aggregation.
+ */
+export function planFind(request: unknown, now: number): FindPlan {
+  if (request === undefined || request === null) throw required("query");
+  if (!isObject(request)) throw badQuery("must be an object");
+  for (const k of Object.keys(request)) if (!REQUEST_KEYS.includes(k)) throw badQuery(`unsupported request key [${k}]`);
+  if (request.aggs !== undefined && request.aggregations !== undefined)
+    throw badQuery("give [aggs] or [aggregations], not both");
+  if (request.query === undefined) throw badQuery("a [range] on [timestamp] with [gte] is required");
+  const pushdown = newPushdown();
+  const matcher = compileQuery(request.query, { now, pushdown }, true, false);
+  if (!pushdown.hasTimestampGte)
+    throw badQuery("a [range] on [timestamp] with [gte] is required in a must or filter clause");
+  const aggs = compileAggs(request.aggs ?? request.aggregations, { now });
+  const size = request.size === undefined ? 10 : intAt(request.size, "size");
+  const from = request.from === undefined ? 0 : intAt(request.from, "from");
+  if (from + size > MAX_RESULT_WINDOW) throw badQuery(`[from] + [size] must be <= ${MAX_RESULT_WINDOW}`);
+  if (request.track_scores !== undefined && typeof request.track_scores !== "boolean")
+    throw badQuery("[track_scores] must be a boolean");
+  return {
+    pushdown,
+    matcher,
+    aggs,
+    size,
+    from,
+    sorter: compileSort(request.sort),
+    trackScores: request.track_scores === true,
+    source: compileSource(request._source),
+  };
+}
+
+export interface FindScope {
+  /** Thing types whose observations the caller may read, already limited by `queryScope.thingTypes`. */
+  thingTypes: readonly string[];
+}
+
+/** Runs a plan over the store and answers exactly as Elasticsearch 5.6 does. */
+export function runFind(reader: ObservationReader, plan: FindPlan, scope: FindScope, limit = MAX_CANDIDATES): Json {
+  const started = performance.now();
+  const p = plan.pushdown;
+  const types = p.thingTypes ? scope.thingTypes.filter((t) => p.thingTypes!.has(t)) : scope.thingTypes;
+  const matches: Doc[] = [];
+  const empty = types.length === 0 || p.tsFrom > p.tsTo || (p.thingNames !== undefined && p.thingNames.size === 0);
+  if (!empty) {
+    const rows = reader.candidates(
+      {
+        tsFrom: p.tsFrom,
+        tsTo: p.tsTo,
+        thingTypes: types,
+        thingNames: p.thingNames ? [...p.thingNames] : undefined,
+      },
+      limit + 1,
+    );
+    if (rows.length > limit) {
+      throw badQuery(`it would read more than ${limit} observations: narrow the timestamp range or the thing types`);
+    }
+    const m = plan.matcher;
+    for (const [id, thingType, json] of rows) {
+      const doc: Doc = { id, thingType, source: JSON.parse(json) as Record<string, unknown>, score: 0 };
+      if (!m.test(doc)) continue;
+      doc.score = m.score(doc);
+      matches.push(doc);
+    }
+  }
+  const hits = pageOf(matches, plan);
+  const response: Json = {
+    took: 0,
+    timed_out: false,
+    _shards: { total: scope.thingTypes.length, successful: scope.thingTypes.length, skipped: 0, failed: 0 },
+    hits: { total: matches.length, max_score: maxScore(matches, plan), hits },
+  };
+  if (plan.aggs.length > 0) {
+    const aggregations: Json = {};
+    for (const a of plan.aggs) aggregations[a.name] = a.run(matches);
+    response.aggregations = aggregations;
+  }
+  response.took = Math.round(performance.now() - started);
+  return response;
+}
+
+function scored(plan: FindPlan): boolean {
+  return !plan.sorter || plan.sorter.byScore || plan.trackScores;
+}
+
+function maxScore(matches: Doc[], plan: FindPlan): number | null {
+  // ES 5.6 counts hits without scoring when size is 0, and reports 0.0 then.
+  if (plan.size === 0) return 0;
+  if (!scored(plan) || matches.length === 0) return null;
+  let max = -Infinity;
+  for (const d of matches) if (d.score > max) max = d.score;
+  return max;
+}
+
+function pageOf(matches: Doc[], plan: FindPlan): Json[] {
+  if (plan.size === 0 || plan.from >= matches.length) return [];
+  const sorter = plan.sorter;
+  const compare = sorter ? sorter.compare : (a: Doc, b: Doc) => b.score - a.score || a.id - b.id;
+  const page = [...matches].sort(compare).slice(plan.from, plan.from + plan.size);
+  const withScore = scored(plan);
+  const sortValues = sorter && !sorter.byScore;
+  return page.map((d) => hitOf(d, withScore ? d.score : null, plan.source, sortValues ? sorter.values(d) : undefined));
+}

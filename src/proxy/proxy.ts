@@ -1,0 +1,126 @@
+import { serve, type ServerType } from "@hono/node-server";
+import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
+import { Counter, Gauge } from "prom-client";
+import type { Services } from "../api/index.js";
+import { createControlApp } from "./control.js";
+import { readSerialLine } from "./serial-line.js";
+import { SessionManager, type PortRange } from "./sessions.js";
+
+export interface ProxyOptions {
+  /** The device's serial line must arrive within this (interface: 10 s). */
+  serialTimeoutMs?: number;
+  /** Longest serial line in bytes (interface: 128). */
+  serialMaxBytes?: number;
+  /** Overrides of the configuration, for tests and benchmarks. */
+  devicePort?: number;
+  controlPort?: number;
+  ports?: PortRange;
+}
+
+/** The proxy as a component of the service, with the ports it actually bound. */
+export interface Proxy {
+  readonly name: "proxy";
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Bound ports, known once started (configuration may say 0). */
+  readonly devicePort: number;
+  readonly controlPort: number;
+  readonly sessions: SessionManager;
+}
+
+/**
+ * The device listener, the session manager with its client port range, and
+ * the control HTTP server. Device and client listeners bind every interface
+ * (IPv4 and IPv6) since devices and clients come from outside; the control
+ * interface binds `DMS_HTTP_HOST` like REST.
+ */
+export function createProxy(services: Services, options: ProxyOptions = {}): Proxy {
+  const { config, logger } = services;
+  const log = logger.child({ component: "proxy" });
+  const sessions = new SessionManager(options.ports ?? config.DMS_PROXY_PORTS, log, undefined);
+  const lineOptions = { maxBytes: options.serialMaxBytes ?? 128, timeoutMs: options.serialTimeoutMs ?? 10_000 };
+  let deviceServer: Server | undefined;
+  let controlServer: ServerType | undefined;
+  let devicePort = 0;
+  let controlPort = 0;
+
+  registerMetrics(services, sessions);
+
+  const onDevice = (socket: Socket): void => {
+    socket.setKeepAlive(true, 30_000);
+    readSerialLine(
+      socket,
+      lineOptions,
+      (serial, s) => sessions.deviceConnected(serial, s),
+      (why) => log.info({ remoteAddress: socket.remoteAddress, why }, "proxy device connection closed"),
+    );
+  };
+
+  return {
+    name: "proxy",
+    get devicePort() {
+      return devicePort;
+    },
+    get controlPort() {
+      return controlPort;
+    },
+    sessions,
+    async start() {
+      deviceServer = createServer(onDevice);
+      await new Promise<void>((resolve, reject) => {
+        deviceServer!.once("error", reject);
+        deviceServer!.listen({ port: options.devicePort ?? config.DMS_PROXY_DEVICE_PORT }, () => resolve());
+      });
+      devicePort = (deviceServer.address() as AddressInfo).port;
+      const app = createControlApp(services, sessions, config.DMS_PROXY_HOST);
+      controlServer = await new Promise<ServerType>((resolve, reject) => {
+        const port = options.controlPort ?? config.DMS_PROXY_CONTROL_PORT;
+        const server = serve({ fetch: app.fetch, hostname: config.DMS_HTTP_HOST, port }, () => resolve(server));
+        server.once("error", reject);
+      });
+      controlPort = (controlServer.address() as AddressInfo).port;
+      log.info({ devicePort, controlPort, ports: sessions.range }, "proxy listening");
+    },
+    async stop() {
+      sessions.close();
+      await Promise.all([close(deviceServer), close(controlServer)]);
+    },
+  };
+}
+
+function close(server: Server | ServerType | undefined): Promise<void> {
+  if (!server?.listening) return Promise.resolve();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+function registerMetrics(services: Services, sessions: SessionManager): void {
+  const registers = [services.metrics.registry];
+  new Gauge({
+    name: "dms_proxy_sessions",
+    help: "Proxy sessions started or running",
+    registers,
+    collect() {
+      this.set(sessions.sessionCount);
+    },
+  });
+  new Gauge({
+    name: "dms_proxy_devices_connected",
+    help: "Devices connected to the proxy device port",
+    registers,
+    collect() {
+      this.set(sessions.deviceCount);
+    },
+  });
+  // Read at scrape time so the byte pipe itself never touches a metric.
+  let reported = 0;
+  new Counter({
+    name: "dms_proxy_transferred_bytes_total",
+    help: "Payload bytes moved through proxy sessions, both directions",
+    registers,
+    collect() {
+      const total = sessions.transferred;
+      this.inc(total - reported);
+      reported = total;
+    },
+  });
+}

@@ -1,0 +1,193 @@
+import type { Server, Socket } from "node:net";
+import { admits, type Whitelist } from "./whitelist.js";
+
+/** The proxy session states of the interface; a session that is not listed is `none`. */
+export type SessionState = "started" | "running" | "stopped";
+
+export type StopReason = "off" | "timeout" | "device closed" | "client closed" | "shutdown";
+
+export interface SessionOptions {
+  serial: string;
+  port: number;
+  persistent: boolean;
+  /** How long a started session waits for its first client. */
+  timeoutMs: number;
+  whitelist: Whitelist;
+}
+
+/** The body of `/status`. */
+export interface ProxyStatus {
+  device_connected: boolean;
+  client_connected: boolean;
+  transferred: number;
+}
+
+export interface SessionHooks {
+  stopped(session: ProxySession, reason: StopReason): void;
+  refused(session: ProxySession, remoteAddress: string | undefined, why: string): void;
+}
+
+/** A side closing a non-persistent session gets this long to flush what is still queued for it. */
+const FLUSH_GRACE_MS = 5_000;
+
+/**
+ * One device, at most one client, and the byte pipe between them.
+ *
+ * Flow control is manual pause/resume rather than `pipe()` because the two
+ * ends change under a persistent session (either side may leave and come
+ * back) and every chunk is counted: a side reads only while its peer's socket
+ * accepts more (`write()` true, or `drain`), so a slow reader slows the fast
+ * writer down to TCP and memory stays at the sockets' high-water marks. Chunks
+ * are forwarded as received; counting reads `length` and copies nothing.
+ *
+ * A lone side's bytes wait in its socket until the two sides have met once;
+ * after that a persistent session reads and discards what a lone side sends,
+ * as the interface's state table says.
+ */
+export class ProxySession {
+  state: SessionState = "started";
+  transferred = 0;
+  private device: Socket | undefined;
+  private client: Socket | undefined;
+  private paired = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly options: SessionOptions,
+    private readonly server: Server,
+    private readonly hooks: SessionHooks,
+  ) {
+    server.on("connection", this.onClient);
+    this.timer = setTimeout(() => this.stop("timeout"), options.timeoutMs);
+    this.timer.unref();
+  }
+
+  get serial(): string {
+    return this.options.serial;
+  }
+
+  get port(): number {
+    return this.options.port;
+  }
+
+  status(): ProxyStatus {
+    return {
+      device_connected: this.device !== undefined,
+      client_connected: this.client !== undefined,
+      transferred: this.transferred,
+    };
+  }
+
+  /** The device's connection, new or replacing an earlier one of the same serial. */
+  attachDevice(socket: Socket): void {
+    if (this.state === "stopped" || socket === this.device) return;
+    const old = this.device;
+    this.device = socket;
+    this.listen(socket, this.fromDevice, this.resumeClient);
+    // The replaced connection's close must not count as "the device closed".
+    old?.destroy();
+    this.flow();
+  }
+
+  stop(reason: StopReason): void {
+    if (this.state === "stopped") return;
+    this.state = "stopped";
+    clearTimeout(this.timer);
+    this.server.off("connection", this.onClient);
+    this.server.close();
+    const { device, client } = this;
+    this.device = undefined;
+    this.client = undefined;
+    const graceful = reason === "device closed" || reason === "client closed";
+    for (const socket of [device, client]) if (socket) finish(socket, graceful);
+    this.hooks.stopped(this, reason);
+  }
+
+  private readonly onClient = (socket: Socket): void => {
+    if (!admits(this.options.whitelist, socket.remoteAddress)) {
+      socket.destroy();
+      this.hooks.refused(this, socket.remoteAddress, "not in ip_whitelist");
+      return;
+    }
+    if (this.client !== undefined) {
+      socket.destroy();
+      this.hooks.refused(this, socket.remoteAddress, "a client is already connected");
+      return;
+    }
+    clearTimeout(this.timer);
+    this.state = "running";
+    this.client = socket;
+    this.listen(socket, this.fromClient, this.resumeDevice);
+    this.flow();
+  };
+
+  private listen(socket: Socket, onData: (chunk: Buffer) => void, onDrain: () => void): void {
+    // Explicitly paused, adding the data listener does not start the flow; flow() decides.
+    socket.pause();
+    socket.setNoDelay(true);
+    socket.on("data", onData);
+    socket.on("drain", onDrain);
+    socket.on("error", ignore);
+    socket.once("close", () => this.detached(socket));
+  }
+
+  private readonly fromDevice = (chunk: Buffer): void => {
+    const peer = this.client;
+    if (peer === undefined) return; // persistent and alone: discarded
+    this.transferred += chunk.length;
+    if (!peer.write(chunk)) this.device?.pause();
+  };
+
+  private readonly fromClient = (chunk: Buffer): void => {
+    const peer = this.device;
+    if (peer === undefined) return;
+    this.transferred += chunk.length;
+    if (!peer.write(chunk)) this.client?.pause();
+  };
+
+  /** The device may read when the client takes more, or when it is alone and discarding. */
+  private readonly resumeDevice = (): void => {
+    if (this.device && this.mayRead(this.client)) this.device.resume();
+  };
+
+  private readonly resumeClient = (): void => {
+    if (this.client && this.mayRead(this.device)) this.client.resume();
+  };
+
+  private mayRead(peer: Socket | undefined): boolean {
+    if (peer) return !peer.writableNeedDrain;
+    return this.paired && this.options.persistent;
+  }
+
+  private flow(): void {
+    if (this.device && this.client) this.paired = true;
+    this.resumeDevice();
+    this.resumeClient();
+  }
+
+  private detached(socket: Socket): void {
+    if (socket === this.device) this.device = undefined;
+    else if (socket === this.client) this.client = undefined;
+    else return; // replaced, or already let go by stop()
+    if (this.state !== "running") return; // a started session waits for its device to come back
+    if (!this.options.persistent) {
+      this.stop(socket === this.client ? "client closed" : "device closed");
+      return;
+    }
+    this.flow();
+  }
+}
+
+function ignore(): void {}
+
+/** Ends a socket; graceful lets queued bytes reach the peer first, within a grace period. */
+function finish(socket: Socket, graceful: boolean): void {
+  if (!graceful) {
+    socket.destroy();
+    return;
+  }
+  // Read on (into the void) so the peer's FIN is seen and the socket closes.
+  socket.resume();
+  socket.end();
+  setTimeout(() => socket.destroy(), FLUSH_GRACE_MS).unref();
+}

@@ -1,0 +1,132 @@
+import { connect, createServer, type Socket } from "node:net";
+import { API_KEY, startTestDms, type TestDms } from "../support/dms.js";
+
+export interface ProxyTestDms extends TestDms {
+  controlUrl: string;
+  devicePort: number;
+  range: { first: number; last: number };
+  /** GET on the control interface as `user` (default alice, who holds Things.* on acme). */
+  control(
+    path: "/on" | "/off" | "/status" | string,
+    query?: Record<string, string>,
+    options?: { user?: string | null; apiKey?: string | null },
+  ): Promise<Response>;
+}
+
+/** A whole dms with the proxy role, every port picked by the system, and `ports` free client ports. */
+export async function startProxyDms(ports = 8, env: Record<string, string> = {}): Promise<ProxyTestDms> {
+  const range = await freePortRange(ports);
+  const t = await startTestDms({
+    env: {
+      DMS_ROLES: "api,proxy",
+      DMS_PROXY_DEVICE_PORT: "0",
+      DMS_PROXY_CONTROL_PORT: "0",
+      DMS_PROXY_PORTS: `${range.first}-${range.last}`,
+      DMS_PROXY_HOST: "127.0.0.1",
+      ...env,
+    },
+  });
+  const proxy = t.dms.services.proxy!;
+  const controlUrl = `http://127.0.0.1:${proxy.controlPort}`;
+  const control: ProxyTestDms["control"] = async (path, query = {}, options = {}) => {
+    const headers: Record<string, string> = {};
+    const key = options.apiKey === undefined ? API_KEY : options.apiKey;
+    if (key !== null) headers["x-api-key"] = key;
+    const user = options.user === undefined ? "alice" : options.user;
+    if (user !== null) headers.authorization = await tokenOf(t, user);
+    return fetch(`${controlUrl}${path}?${new URLSearchParams(query)}`, { headers });
+  };
+  return { ...t, controlUrl, devicePort: proxy.devicePort, range, control };
+}
+
+/** A token without the REST login, so it works when only the proxy role runs. */
+export async function tokenOf(t: TestDms, user: string): Promise<string> {
+  return (await t.dms.services.tokens.issue(user)).token;
+}
+
+/** `count` consecutive ports nobody listens on, from a random place among the high ports. */
+export async function freePortRange(count: number): Promise<{ first: number; last: number }> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    // Below the system's ephemeral range (32768+), so outgoing connections do not land on them.
+    const first = 20_000 + Math.floor(Math.random() * 12_000);
+    let free = true;
+    for (let p = first; p < first + count && free; p++) free = await isFree(p);
+    if (free) return { first, last: first + count - 1 };
+  }
+  throw new Error("no free port range");
+}
+
+function isFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once("error", () => resolve(false));
+    s.listen({ port }, () => s.close(() => resolve(true)));
+  });
+}
+
+/** A TCP connection, resolved once connected. */
+export function open(port: number, host = "127.0.0.1"): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ port, host }, () => {
+      s.off("error", reject);
+      resolve(s);
+    });
+    s.once("error", reject);
+  });
+}
+
+/** A device: connects to the device port and sends its serial line, plus `extra` in the same write. */
+export async function device(port: number, serial: string, extra = ""): Promise<Socket> {
+  const s = await open(port);
+  s.setNoDelay(true);
+  s.write(`${serial}\r${extra}`);
+  return s;
+}
+
+/** Everything a socket receives, as text, read on demand. */
+export class Received {
+  text = "";
+  closed = false;
+  constructor(readonly socket: Socket) {
+    socket.setEncoding("utf8");
+    socket.on("data", (d: string) => (this.text += d));
+    socket.on("error", () => undefined);
+    socket.on("close", () => (this.closed = true));
+  }
+
+  async until(expected: string): Promise<void> {
+    await waitFor(
+      () => this.text === expected,
+      () => `received ${JSON.stringify(this.text)}, want ${expected}`,
+    );
+  }
+
+  async untilClosed(): Promise<void> {
+    await waitFor(
+      () => this.closed,
+      () => "socket still open",
+    );
+  }
+}
+
+/** Polls `check` until it holds; the time limit is the test's. */
+export async function waitFor(check: () => boolean | Promise<boolean>, what: () => string, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out: ${what()}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Resolves with the connection's error code, or "closed" when it is accepted and then closed with no data. */
+export function refusedOrClosed(port: number, host = "127.0.0.1"): Promise<string> {
+  return new Promise((resolve) => {
+    const s = connect({ port, host });
+    let data = "";
+    s.on("data", (d) => (data += d.toString()));
+    s.once("error", (e: NodeJS.ErrnoException) => resolve(e.code ?? "error"));
+    s.once("close", () => resolve(data === "" ? "closed" : `closed after ${data}`));
+  });
+}
