@@ -180,6 +180,14 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     });
     components.push(services.deviceBridge);
   }
+  if (services.deviceBridge && services.engine) {
+    const engine = services.engine;
+    services.deviceBridge.onObservations((thingName, payload) => {
+      engine.submit(deviceObservations(thingName, payload), "mqtt").catch((err: unknown) => {
+        logger.error({ err, thingName }, "device observations not taken");
+      });
+    });
+  }
   if (config.roles.has("proxy")) {
     services.proxy = createProxy(services);
     components.push(services.proxy);
@@ -231,4 +239,21 @@ function listen(app: Api, hostname: string, port: number): Promise<ServerType> {
     const server = serve({ fetch: app.fetch, hostname, port }, () => resolve(server));
     server.once("error", reject);
   });
+}
+
+/**
+ * What a device published on `things/{thingName}/observations`: one
+ * observation or an array. A device speaks only for itself, so the topic's
+ * thing name wins; bytes that are not JSON go to the engine as they are and
+ * end as a dead letter with the reason.
+ */
+function deviceObservations(thingName: string, payload: Buffer): unknown[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(payload.toString("utf8"));
+  } catch {
+    return [payload];
+  }
+  const items: unknown[] = Array.isArray(parsed) ? parsed : [parsed];
+  return items.map((item) => (item !== null && typeof item === "object" ? { ...item, thingName } : item));
 }
