@@ -5,7 +5,7 @@ import type { Db } from "../store/index.js";
 import { DATA_TYPES, RESOURCE_TYPES, type ThingRegistry } from "../things/index.js";
 
 const ProvisionSchema = z.object({
-  apiKeys: z.array(z.string().min(8)).default([]),
+  apiKeys: z.array(z.string().min(1)).default([]),
   domains: z
     .array(z.object({ id: z.string().min(1), parent: z.string().min(1).optional(), label: z.string().optional() }))
     .default([]),
