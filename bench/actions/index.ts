@@ -8,13 +8,12 @@
  * lets one more action be triggered. The receiver is a node:http server in
  * this process, so the figures include its CPU share of this machine.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { Agent } from "node:http";
 import type { AddressInfo } from "node:net";
 import os, { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import got from "got";
 import { pino } from "pino";
 import { Outbox, realTimers, type RulePayload, type TriggeredAction } from "../../src/actions/index.js";
@@ -23,11 +22,11 @@ import { EventStore, noPublisher } from "../../src/events/index.js";
 import { createMailer } from "../../src/mail/index.js";
 import { migrations } from "../../src/migrations.js";
 import { openDatabase } from "../../src/store/index.js";
+import { writeSection } from "../results.js";
 
 const TOTAL = Number(process.env.BENCH_ACTIONS_TOTAL ?? 6000);
 const WARMUP = 500;
 const COMMAND = "npx tsx bench/actions/index.ts";
-const RESULTS = join(dirname(fileURLToPath(import.meta.url)), "..", "RESULTS.md");
 
 interface Figures {
   name: string;
@@ -180,24 +179,10 @@ function report(rows: Figures[]): string {
   ].join("\n");
 }
 
-function writeSection(body: string): void {
-  const start = "<!-- bench:actions -->";
-  const end = "<!-- /bench:actions -->";
-  const section = `${start}\n${body.trim()}\n${end}`;
-  const current = existsSync(RESULTS) ? readFileSync(RESULTS, "utf8") : "# Benchmark results\n";
-  const from = current.indexOf(start);
-  const to = current.indexOf(end);
-  const next =
-    from >= 0 && to > from
-      ? current.slice(0, from) + section + current.slice(to + end.length)
-      : `${current.trimEnd()}\n\n${section}\n`;
-  writeFileSync(RESULTS, next);
-}
-
 const rows: Figures[] = [];
 rows.push(await outboxRun("outbox (durable, substituted)", 200));
 rows.push(await outboxRun("outbox (durable, substituted)", 50));
 rows.push(await directRun(200));
 const text = report(rows);
 console.log(text);
-writeSection(text);
+writeSection("actions", text);

@@ -14,9 +14,7 @@ import { createHash, randomBytes } from "node:crypto";
 import {
   createReadStream,
   createWriteStream,
-  existsSync,
   mkdtempSync,
-  readFileSync,
   rmSync,
   writeFileSync,
 } from "node:fs";
@@ -30,6 +28,7 @@ import { loadConfig } from "../../src/config/index.js";
 import type { SearchQuery } from "../../src/search/index.js";
 import { startDms, type Dms } from "../../src/service.js";
 import type { DataType, ResourceType } from "../../src/things/index.js";
+import { writeSection } from "../results.js";
 
 const MIB = 1024 * 1024;
 const FILE_MIB = 100;
@@ -82,7 +81,7 @@ async function main(): Promise<void> {
     ...search,
   ].join("\n");
   console.log(`\n${section}`);
-  if (!process.argv.includes("--only")) writeResults("files", section);
+  if (!process.argv.includes("--only")) writeSection("files", `## files\n\n${section}`);
 }
 
 // ---------- transfer ----------
@@ -378,22 +377,6 @@ async function timed(run: () => Promise<unknown>): Promise<number> {
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-/** Replaces this area's section of bench/RESULTS.md, leaving the others alone. */
-function writeResults(area: string, section: string): void {
-  const file = join(import.meta.dirname, "..", "RESULTS.md");
-  const start = `<!-- bench:${area} -->`;
-  const end = `<!-- /bench:${area} -->`;
-  const block = `${start}\n## ${area}\n\n${section}\n${end}`;
-  const current = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmark results\n";
-  const from = current.indexOf(start);
-  const to = current.indexOf(end);
-  const next =
-    from >= 0 && to > from
-      ? current.slice(0, from) + block + current.slice(to + end.length)
-      : `${current.trimEnd()}\n\n${block}\n`;
-  writeFileSync(file, next);
 }
 
 await main();

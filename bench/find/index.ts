@@ -4,12 +4,13 @@
  * run, plus the export throughput. Rerun: npx tsx bench/find/index.ts
  * (BENCH_FIND_ROWS=1000000 to scale down).
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/index.js";
 import { planFind, runFind } from "../../src/observations/index.js";
 import { startDms } from "../../src/service.js";
+import { writeSection } from "../results.js";
 
 const ROWS = Number(process.env.BENCH_FIND_ROWS ?? 5_000_000);
 const DAYS = 30;
@@ -242,19 +243,6 @@ async function main(): Promise<void> {
   const section = [...header.map((l) => `${l}  `), "", ...table].join("\n");
   console.log(`## bench/find\n\n${section}\n`);
   writeSection("find", `## bench/find\n\n${section}\n`);
-}
-
-function writeSection(area: string, body: string): void {
-  const file = join(import.meta.dirname, "..", "RESULTS.md");
-  const start = `<!-- bench:${area} -->`;
-  const end = `<!-- /bench:${area} -->`;
-  const block = `${start}\n${body}${end}`;
-  const text = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmark results\n";
-  const i = text.indexOf(start);
-  const j = text.indexOf(end);
-  const next =
-    i >= 0 && j > i ? `${text.slice(0, i)}${block}${text.slice(j + end.length)}` : `${text.trimEnd()}\n\n${block}\n`;
-  writeFileSync(file, next);
 }
 
 await main();

@@ -8,13 +8,14 @@
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { randomBytes, scryptSync } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { cpus, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../src/config/index.js";
 import { startDms, type Dms } from "../../src/service.js";
+import { writeSection } from "../results.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const THINGS = Number(argument("--things") ?? 2000);
@@ -233,21 +234,6 @@ function table(results: Result[]): string {
   return out.join("\n");
 }
 
-function writeResults(section: string): void {
-  const file = join(here, "..", "RESULTS.md");
-  const begin = "<!-- bench:jobs -->";
-  const end = "<!-- /bench:jobs -->";
-  const block = `${begin}\n${section}\n${end}`;
-  const current = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmark results\n";
-  const at = current.indexOf(begin);
-  const until = current.indexOf(end);
-  const next =
-    at >= 0 && until > at
-      ? current.slice(0, at) + block + current.slice(until + end.length)
-      : `${current.trimEnd()}\n\n${block}\n`;
-  writeFileSync(file, next);
-}
-
 async function main(): Promise<void> {
   const header = [
     "## bench/jobs: a thing job to many things over MQTT",
@@ -265,7 +251,7 @@ async function main(): Promise<void> {
   else console.log("\nMosquitto is not listening on 127.0.0.1:1883: the external-broker column is left out.");
   const section = `${header}\n\n${table(results)}`;
   console.log(`\n${table(results)}`);
-  writeResults(section);
+  writeSection("jobs", section);
 }
 
 main().then(

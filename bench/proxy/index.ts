@@ -16,6 +16,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Tokens } from "../../src/auth/index.js";
+import { writeSection } from "../results.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const MiB = 1024 * 1024;
@@ -85,15 +86,18 @@ async function main(): Promise<void> {
       `| proxy process RSS: idle / peak (VmHWM) | ${many.idleRssMiB.toFixed(0)} MiB / ${many.peakRssMiB.toFixed(0)} MiB |`,
     ];
     console.log(`\n${rows.join("\n")}`);
-    writeResults([
-      "## Proxy",
-      "",
-      ...header.map((h) => `${h}  `),
-      "",
-      "The proxy is a separate `dms` process (`DMS_ROLES=proxy`); device, client and the direct pair run in the benchmark process. Device to client direction, 256 KiB writes.",
-      "",
-      ...rows,
-    ]);
+    writeSection(
+      "proxy",
+      [
+        "## Proxy",
+        "",
+        ...header.map((h) => `${h}  `),
+        "",
+        "The proxy is a separate `dms` process (`DMS_ROLES=proxy`); device, client and the direct pair run in the benchmark process. Device to client direction, 256 KiB writes.",
+        "",
+        ...rows,
+      ].join("\n"),
+    );
   } finally {
     proxy.child.kill("SIGTERM");
     await new Promise((r) => proxy.child.once("exit", r));
@@ -311,22 +315,6 @@ const mibps = (bytes: number, ms: number): string => (bytes / MiB / (ms / 1000))
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)]!;
-}
-
-function writeResults(lines: string[]): void {
-  const file = join(root, "bench", "RESULTS.md");
-  const begin = "<!-- bench:proxy -->";
-  const end = "<!-- /bench:proxy -->";
-  const section = `${begin}\n${lines.join("\n")}\n${end}`;
-  const current = existsSync(file) ? readFileSync(file, "utf8") : "# Benchmark results\n";
-  const at = current.indexOf(begin);
-  const stop = current.indexOf(end);
-  const next =
-    at >= 0 && stop > at
-      ? current.slice(0, at) + section + current.slice(stop + end.length)
-      : `${current.trimEnd()}\n\n${section}\n`;
-  writeFileSync(file, next);
-  console.log(`\nwrote ${file}`);
 }
 
 main().catch((err: unknown) => {
