@@ -11,13 +11,7 @@
  * Run: npx tsx bench/files/index.ts
  */
 import { createHash, randomBytes } from "node:crypto";
-import {
-  createReadStream,
-  createWriteStream,
-  mkdtempSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { createReadStream, createWriteStream, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { copyFile, stat } from "node:fs/promises";
 import { request } from "node:http";
 import os from "node:os";
