@@ -381,9 +381,10 @@ export class RuleEngine {
     const matched = this.matched;
     const n = set.matches(this.ctx, matched);
     const domains = rt.info.domains;
+    const own = rt.info.domain;
     for (let i = 0; i < n; i++) {
       const rule = matched[i]!;
-      if (!domains.has(rule.domain)) continue;
+      if (rule.domain !== own && !domains.has(rule.domain)) continue;
       this.matchCount++;
       let list = st.thresholds;
       if (list === undefined) list = st.thresholds = [];
