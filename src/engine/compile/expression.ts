@@ -87,7 +87,7 @@ interface Ref {
   resource: string;
 }
 
-function compileOne(source: string, property: string, mode: ExpressionMode): ValueFn {
+function parseChecked(source: string, property: string): { root: MathNode; code: string } {
   let root: MathNode;
   try {
     root = parse(source);
@@ -95,7 +95,46 @@ function compileOne(source: string, property: string, mode: ExpressionMode): Val
     throw new RuleCompileError(property, `cannot parse \${${source}}: ${(err as Error).message}`);
   }
   // Restriction first, whatever the mode: only arithmetic over references, constants and plain functions.
-  const code = generate(root, property, true);
+  return { root, code: generate(root, property, true) };
+}
+
+const JS_COMPARISON: Record<string, string> = { gt: ">", gte: ">=", lt: "<", lte: "<=", eq: "===", ne: "!==" };
+
+/**
+ * `<resource> <op> ${expr}` on one of the thing's own resources, as ONE
+ * generated function: reading the resource, the arithmetic and the comparison
+ * inline, instead of three closure calls per test (the scan's hot path).
+ * Same semantics as comparing with the value of `compileValueExpression`:
+ * numbers with numbers (NaN matches nothing), strings with strings.
+ * Undefined when the value is not a single `${...}` (the closures handle it).
+ */
+export function compileComparison(
+  value: string,
+  property: string,
+  op: string,
+  resource: string,
+  mode: ExpressionMode = "jit",
+): ((ctx: EvalContext) => boolean) | undefined {
+  const whole = WHOLE.exec(value);
+  const js = JS_COMPARISON[op];
+  if (!whole || mode !== "jit" || js === undefined) return undefined;
+  const { code } = parseChecked(whole[1]!, property);
+  const body = `return function test(ctx) {
+    const v = ctx.os[${JSON.stringify(resource)}];
+    const r = ${code};
+    if (typeof v === "number") { if (typeof r !== "number" || r !== r) return false; }
+    else if (typeof v !== "string" || typeof r !== "string") return false;
+    return v ${js} r;
+  };`;
+  const factory = new Function("num", "nested", body) as (
+    n: typeof num,
+    nv: typeof nestedValue,
+  ) => (ctx: EvalContext) => boolean;
+  return factory(num, nestedValue);
+}
+
+function compileOne(source: string, property: string, mode: ExpressionMode): ValueFn {
+  const { root, code } = parseChecked(source, property);
   if (mode === "mathjs") return viaMathjs(root, source);
   // The generated text holds only operators, numbers, quoted names and Math.* calls (see generate).
   const factory = new Function("num", "nested", `return function value(ctx) { return ${code}; };`) as (

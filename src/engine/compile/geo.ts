@@ -1,5 +1,4 @@
 import { booleanPointInPolygon } from "@turf/boolean-point-in-polygon";
-import { distance } from "@turf/distance";
 import { polygon as turfPolygon } from "@turf/helpers";
 import type { Poi } from "../../rules/index.js";
 import { RuleCompileError } from "./errors.js";
@@ -137,6 +136,23 @@ export function compilePolygon(value: unknown, property: string): PointTest {
 }
 
 const METRES_PER_DEGREE_LAT = 111_320;
+/** As turf's degreesToRadians, to the last bit. */
+const toRad = (d: number): number => ((d % 360) * Math.PI) / 180;
+/** turf's earth radius (`earthRadius` in @turf/helpers), so distances equal `distance(..., {units: "meters"})`. */
+const EARTH_RADIUS_M = 6371008.8;
+
+/**
+ * turf's haversine, inline: no options object and no coordinate checks per
+ * call, and the centre's cosine computed once per POI.
+ */
+function haversineMetres(lat1: number, lon1: number, cosLat1: number, p: LonLat): number {
+  const dLat = toRad(p[1] - lat1);
+  const dLon = toRad(p[0] - lon1);
+  const sLat = Math.sin(dLat / 2);
+  const sLon = Math.sin(dLon / 2);
+  const a = sLat * sLat + sLon * sLon * cosLat1 * Math.cos(toRad(p[1]));
+  return 2 * Math.atan2(Math.sqrt(a), Math.sqrt(1 - a)) * EARTH_RADIUS_M;
+}
 /** Tolerance at the radius: a point at exactly `radius` is inside, floating point aside. */
 const RADIUS_EPSILON_M = 1e-3;
 
@@ -154,7 +170,6 @@ export function compilePoi(value: unknown, property: string): PointTest {
   }
   if (!(radius > 0) || !Number.isFinite(radius))
     throw new RuleCompileError(property, "radius is a positive number of metres");
-  const center: LonLat = [lon, lat];
   // A box a little larger than the circle; near the poles it spans every longitude.
   const dLat = (radius / METRES_PER_DEGREE_LAT) * 1.01 + 1e-9;
   const cos = Math.cos((lat * Math.PI) / 180);
@@ -164,12 +179,13 @@ export function compilePoi(value: unknown, property: string): PointTest {
   const minLon = lon - dLon;
   const maxLon = lon + dLon;
   const limit = radius + RADIUS_EPSILON_M;
+  const cosLat = Math.cos(toRad(lat));
   const test: PointTest = (p) =>
     p[1] >= minLat &&
     p[1] <= maxLat &&
     p[0] >= minLon &&
     p[0] <= maxLon &&
-    distance(center, p, { units: "meters" }) <= limit;
+    haversineMetres(lat, lon, cosLat, p) <= limit;
   test.bbox = [minLon, minLat, maxLon, maxLat];
   return test;
 }

@@ -2,7 +2,13 @@ import type { ExpressionItem, Operator, Rule } from "../../rules/index.js";
 import { OPERATORS } from "../../rules/index.js";
 import { UNTYPED, splitResource, type EvalContext } from "./context.js";
 import { RuleCompileError } from "./errors.js";
-import { compileValueExpression, isExpression, type ExpressionMode, type ValueFn } from "./expression.js";
+import {
+  compileComparison,
+  compileValueExpression,
+  isExpression,
+  type ExpressionMode,
+  type ValueFn,
+} from "./expression.js";
 import { compilePoi, compilePolygon, type BBox, type PointTest } from "./geo.js";
 
 /** One prepared condition: reads the context, decides, allocates nothing. */
@@ -25,6 +31,8 @@ export interface CompiledExpression {
   index: IndexKey | undefined;
   /** Set when the observation's position must lie in this box (inside, insidePoi, enter, enterPoi). */
   area?: BBox | undefined;
+  /** Set when the thing's previous position must lie in this box (leave, leavePoi). */
+  prevArea?: BBox | undefined;
 }
 
 export interface CompiledRule {
@@ -44,6 +52,8 @@ export interface CompiledRule {
   readonly rest: Test;
   /** Without a constant index: the box the observation's position must lie in, for the spatial grid. */
   readonly area: BBox | undefined;
+  /** Without a constant index or `area`: the box the previous position must lie in (leave), for a second grid. */
+  readonly prevArea: BBox | undefined;
 }
 
 export interface CompileOptions {
@@ -88,6 +98,7 @@ export function compileRule(rule: Rule, options: CompileOptions = {}): CompiledR
     index: indexed?.index,
     rest: all(expressions.filter((e) => e !== indexed).map((e) => e.test)),
     area: indexed ? undefined : expressions.find((e) => e.area !== undefined)?.area,
+    prevArea: indexed ? undefined : expressions.find((e) => e.prevArea !== undefined)?.prevArea,
   };
 }
 
@@ -165,7 +176,8 @@ function geoExpression(
       test = (ctx) => ctx.hasCur && ctx.hasPrev && !pt(ctx.cur) && pt(ctx.prev);
   }
   const area = op === "inside" || op === "insidePoi" || op === "enter" || op === "enterPoi" ? pt.bbox : undefined;
-  return { item, test, cost, index: undefined, area };
+  const prevArea = op === "leave" || op === "leavePoi" ? pt.bbox : undefined;
+  return { item, test, cost, index: undefined, area, prevArea };
 }
 
 type Cmp = (v: unknown, ctx: EvalContext) => boolean;
@@ -187,6 +199,8 @@ function valueExpression(
     cmp = numberCmp(op, value);
     if (op !== "ne" && type === undefined) index = { resource: name, op: op as IndexOp, value };
   } else if (isExpression(value)) {
+    const fused = type === undefined ? compileComparison(value, property, op, name, options.expressionMode) : undefined;
+    if (fused !== undefined) return { item, test: fused, cost: 1, index };
     cmp = dynamicCmp(op, compileValueExpression(value, property, options.expressionMode));
     cost = 1;
   } else if (typeof value === "string") {

@@ -1,4 +1,5 @@
 import type { EvalContext } from "./context.js";
+import type { BBox } from "./geo.js";
 import type { CompiledRule, IndexOp } from "./rule.js";
 
 /** Constants of one operator on one resource, ascending, with their rules in the same order. */
@@ -72,6 +73,8 @@ export class RuleSet {
   private readonly scan: readonly CompiledRule[];
   /** Geofence rules by the grid cells their box covers: a position meets only the rules of its cell. */
   private readonly grid = new Map<number, CompiledRule[]>();
+  /** leave/leavePoi rules by the cells of their box, looked up with the previous position. */
+  private readonly prevGrid = new Map<number, CompiledRule[]>();
   readonly size: number;
 
   /** `indexed` false scans every rule: the benchmark's "before". */
@@ -79,7 +82,11 @@ export class RuleSet {
     const byResource = new Map<string, CompiledRule[]>();
     const scan: CompiledRule[] = [];
     for (const r of rules) {
-      if (indexed && r.index === undefined && r.area !== undefined && this.place(r)) continue;
+      if (indexed && r.index === undefined && r.area !== undefined && this.place(this.grid, r.area, r)) continue;
+      // leave: the previous position must have been inside, so the previous position's cell finds it.
+      if (indexed && r.index === undefined && r.area === undefined && r.prevArea !== undefined) {
+        if (this.place(this.prevGrid, r.prevArea, r)) continue;
+      }
       if (r.index === undefined || !indexed) scan.push(r);
       else {
         const list = byResource.get(r.index.resource);
@@ -92,8 +99,8 @@ export class RuleSet {
     this.size = rules.length;
   }
 
-  private place(r: CompiledRule): boolean {
-    const [minLon, minLat, maxLon, maxLat] = r.area!;
+  private place(grid: Map<number, CompiledRule[]>, area: BBox, r: CompiledRule): boolean {
+    const [minLon, minLat, maxLon, maxLat] = area;
     const x0 = cellX(minLon);
     const x1 = cellX(maxLon);
     const y0 = cellY(minLat);
@@ -102,9 +109,9 @@ export class RuleSet {
     for (let x = x0; x <= x1; x++) {
       for (let y = y0; y <= y1; y++) {
         const key = cellKey(x, y);
-        const list = this.grid.get(key);
+        const list = grid.get(key);
         if (list) list.push(r);
-        else this.grid.set(key, [r]);
+        else grid.set(key, [r]);
       }
     }
     return true;
@@ -154,6 +161,10 @@ export class RuleSet {
     }
     if (ctx.hasCur && this.grid.size !== 0) {
       const cell = this.grid.get(cellKey(cellX(ctx.cur[0]), cellY(ctx.cur[1])));
+      if (cell !== undefined) for (let j = 0; j < cell.length; j++) if (cell[j]!.test(ctx)) out[n++] = cell[j]!;
+    }
+    if (ctx.hasPrev && ctx.hasCur && this.prevGrid.size !== 0) {
+      const cell = this.prevGrid.get(cellKey(cellX(ctx.prev[0]), cellY(ctx.prev[1])));
       if (cell !== undefined) for (let j = 0; j < cell.length; j++) if (cell[j]!.test(ctx)) out[n++] = cell[j]!;
     }
     const scan = this.scan;
