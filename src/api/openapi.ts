@@ -9,6 +9,17 @@ export const ErrorSchema = z
   })
   .openapi("Error");
 
+/** Paging of marker-based lists (export jobs, events, dead letters), as the interface gives it. */
+export const PageInfoSchema = z
+  .object({
+    itemCount: z.number(),
+    size: z.number(),
+    marker: z.string().optional(),
+    hasNext: z.boolean(),
+    nextMarker: z.string().optional(),
+  })
+  .openapi("PageInfo");
+
 const errorContent = { "application/json": { schema: ErrorSchema } };
 
 /** Request body part of a route declaration. */

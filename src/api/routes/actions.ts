@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { authorize, requireReadWrite } from "../../auth/index.js";
 import { ApiError, notFound } from "../../errors/index.js";
 import type { RouteModule } from "../context.js";
-import { jsonResponses } from "../openapi.js";
+import { jsonResponses, PageInfoSchema } from "../openapi.js";
 
 const DeliverySchema = z
   .object({
@@ -39,13 +39,7 @@ const list = createRoute({
   responses: jsonResponses(
     z.object({
       deadLetters: z.array(DeliverySchema),
-      pageInfo: z.object({
-        size: z.number(),
-        itemCount: z.number(),
-        marker: z.string().optional(),
-        hasNext: z.boolean(),
-        nextMarker: z.string().optional(),
-      }),
+      pageInfo: PageInfoSchema,
     }),
   ),
 });

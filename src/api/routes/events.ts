@@ -3,7 +3,7 @@ import { authorize, requireReadWrite } from "../../auth/index.js";
 import { CLASSIFICATIONS } from "../../events/index.js";
 import { invalid, notFound } from "../../errors/index.js";
 import type { RouteModule } from "../context.js";
-import { jsonResponses } from "../openapi.js";
+import { jsonResponses, PageInfoSchema } from "../openapi.js";
 
 const EventSchema = z
   .object({
@@ -50,13 +50,7 @@ const list = createRoute({
   responses: jsonResponses(
     z.object({
       events: z.array(EventSchema),
-      pageInfo: z.object({
-        size: z.number(),
-        itemCount: z.number(),
-        marker: z.string().optional(),
-        hasNext: z.boolean(),
-        nextMarker: z.string().optional(),
-      }),
+      pageInfo: PageInfoSchema,
     }),
   ),
 });

@@ -5,7 +5,7 @@ import { authorize, type Principal } from "../../auth/index.js";
 import { invalid, notFound } from "../../errors/index.js";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, executionDetail, planFind, runFind } from "../../observations/index.js";
 import type { RouteModule, Services } from "../context.js";
-import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
+import { emptyResponses, jsonBody, jsonResponses, PageInfoSchema } from "../openapi.js";
 
 const tags = ["observations"];
 const Raw = z.record(z.string(), z.unknown());
@@ -74,13 +74,6 @@ const ExecutionDetail = ExecutionSummary.extend({
   engineExecutionTimeInMillis: z.number(),
   executionFileName: z.string(),
 }).openapi("ExportJobExecution");
-const PageInfo = z.object({
-  itemCount: z.number(),
-  size: z.number(),
-  marker: z.string().optional(),
-  hasNext: z.boolean(),
-  nextMarker: z.string().optional(),
-});
 const SortInfo = z.object({ order: z.string() });
 const ListQuery = z.object({
   size: z
@@ -116,7 +109,7 @@ const listJobs = createRoute({
   tags,
   summary: "LIST_EXPORT_JOBS: the caller's own jobs by creation",
   request: { query: ListQuery },
-  responses: jsonResponses(z.object({ exportJobs: z.array(Raw), pageInfo: PageInfo, sortInfo: SortInfo })),
+  responses: jsonResponses(z.object({ exportJobs: z.array(Raw), pageInfo: PageInfoSchema, sortInfo: SortInfo })),
 });
 const getJob = createRoute({
   method: "get",
@@ -149,7 +142,7 @@ const listJobExecutions = createRoute({
   summary: "LIST_EXPORT_JOB_EXECUTIONS_BY_JOB",
   request: { params: JobId, query: ListQuery },
   responses: jsonResponses(
-    z.object({ exportJobExecutions: z.array(ExecutionSummary), pageInfo: PageInfo, sortInfo: SortInfo }),
+    z.object({ exportJobExecutions: z.array(ExecutionSummary), pageInfo: PageInfoSchema, sortInfo: SortInfo }),
   ),
 });
 const listExecutions = createRoute({
@@ -159,7 +152,7 @@ const listExecutions = createRoute({
   summary: "LIST_EXPORT_JOB_EXECUTIONS: the caller's own executions",
   request: { query: ListQuery },
   responses: jsonResponses(
-    z.object({ exportJobExecutions: z.array(ExecutionSummary), pageInfo: PageInfo, sortInfo: SortInfo }),
+    z.object({ exportJobExecutions: z.array(ExecutionSummary), pageInfo: PageInfoSchema, sortInfo: SortInfo }),
   ),
 });
 const getExecution = createRoute({
