@@ -16,6 +16,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Tokens } from "../../src/auth/index.js";
+import { freePortRange } from "../../test/support/ports.js";
 import { writeSection } from "../results.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -123,7 +124,7 @@ async function startProxy(): Promise<Proxy> {
   };
   writeFileSync(join(dataDir, "provision.json"), JSON.stringify(provision));
   const [devicePort, controlPort] = [await freePort(), await freePort()];
-  const range = await freeRange(SESSIONS + 1);
+  const range = await freePortRange(SESSIONS + 1);
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: root,
     stdio: ["ignore", "inherit", "inherit"],
@@ -289,24 +290,6 @@ function freePort(): Promise<number> {
       const { port } = s.address() as { port: number };
       s.close(() => resolve(port));
     });
-  });
-}
-
-async function freeRange(count: number): Promise<{ first: number; last: number }> {
-  // Below the ephemeral range (32768+) so outgoing connections do not take them.
-  for (let first = 20_000; first + count < 32_000; first += count) {
-    let free = true;
-    for (let p = first; p < first + count && free; p++) free = await isFree(p);
-    if (free) return { first, last: first + count - 1 };
-  }
-  throw new Error("no free port range");
-}
-
-function isFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.once("error", () => resolve(false));
-    s.listen({ port }, () => s.close(() => resolve(true)));
   });
 }
 

@@ -1,5 +1,8 @@
-import { connect, createServer, type Socket } from "node:net";
+import { connect, type Socket } from "node:net";
 import { API_KEY, startTestDms, type TestDms } from "../support/dms.js";
+import { freePortRange } from "../support/ports.js";
+
+export { freePortRange };
 
 export interface ProxyTestDms extends TestDms {
   controlUrl: string;
@@ -42,26 +45,6 @@ export async function startProxyDms(ports = 8, env: Record<string, string> = {})
 /** A token without the REST login, so it works when only the proxy role runs. */
 export async function tokenOf(t: TestDms, user: string): Promise<string> {
   return (await t.dms.services.tokens.issue(user)).token;
-}
-
-/** `count` consecutive ports nobody listens on, from a random place among the high ports. */
-export async function freePortRange(count: number): Promise<{ first: number; last: number }> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    // Below the system's ephemeral range (32768+), so outgoing connections do not land on them.
-    const first = 20_000 + Math.floor(Math.random() * 12_000);
-    let free = true;
-    for (let p = first; p < first + count && free; p++) free = await isFree(p);
-    if (free) return { first, last: first + count - 1 };
-  }
-  throw new Error("no free port range");
-}
-
-function isFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.once("error", () => resolve(false));
-    s.listen({ port }, () => s.close(() => resolve(true)));
-  });
 }
 
 /** A TCP connection, resolved once connected. */
