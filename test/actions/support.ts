@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { SMTPServer } from "smtp-server";
 import type { RulePayload, Timers, TriggeredAction } from "../../src/actions/index.js";
 import type { ActionType } from "../../src/rules/index.js";
+import { until as waitUntil } from "../support/wait.js";
 
 /** A fake clock with timers: time moves only when the test says so, so retry waits are exact. */
 export class ManualClock implements Timers {
@@ -127,12 +128,8 @@ export class MailReceiver {
 }
 
 /** Polls `check` until it holds (real time), for effects of asynchronous deliveries. */
-export async function until(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
+export function until(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  return waitUntil(check, timeoutMs, what, 5);
 }
 
 let observationSeq = 0;

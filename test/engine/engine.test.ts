@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ActionSink, TriggeredAction } from "../../src/actions/index.js";
 import {
   engineMigrations,
   MemoryStateStore,
@@ -15,13 +14,7 @@ import {
 } from "../../src/engine/index.js";
 import type { ExpressionItem, Rule } from "../../src/rules/index.js";
 import { openDatabase, type Db } from "../../src/store/index.js";
-
-class CollectingSink implements ActionSink {
-  readonly actions: TriggeredAction[] = [];
-  async accept(actions: readonly TriggeredAction[]): Promise<void> {
-    this.actions.push(...actions);
-  }
-}
+import { CollectingSink } from "./support.js";
 
 const checks = resourceChecks([
   { name: "temp", dataType: "long", resourceType: "thing" },

@@ -1,15 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ActionSink, TriggeredAction } from "../../src/actions/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { startTestDms, type TestDms } from "../support/dms.js";
 import { json } from "../support/http.js";
-
-class CollectingSink implements ActionSink {
-  readonly actions: TriggeredAction[] = [];
-  async accept(actions: readonly TriggeredAction[]): Promise<void> {
-    this.actions.push(...actions);
-  }
-}
+import { CollectingSink } from "./support.js";
 
 const rule: Rule = {
   id: "hot",

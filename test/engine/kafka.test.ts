@@ -1,37 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { Kafka, logLevel, type Producer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ActionSink, TriggeredAction } from "../../src/actions/index.js";
 import { KafkaObservationSource, type RawObservation } from "../../src/engine/index.js";
-import type { Rule } from "../../src/rules/index.js";
 import { createTopic, startKafka } from "../support/kafka.js";
 import { startTestDms, type TestDms } from "../support/dms.js";
 import { json } from "../support/http.js";
-
-class CollectingSink implements ActionSink {
-  readonly actions: TriggeredAction[] = [];
-  async accept(actions: readonly TriggeredAction[]): Promise<void> {
-    this.actions.push(...actions);
-  }
-}
-
-async function until(check: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error("timed out waiting");
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-const hot: Rule = {
-  id: "hot",
-  name: "hot",
-  enabled: true,
-  filter: { domain: "acme", thingType: "10" },
-  expression: [{ operator: "gt", resource: "temp", value: 30 }],
-  threshold: { count: 1, interval: 0 },
-  actions: [{ type: "EVENT", config: { classification: "ALARM", message: "hot" } }],
-};
+import { CollectingSink, hot } from "./support.js";
+import { until } from "../support/wait.js";
 
 let brokers: string;
 let kafka: Kafka;
@@ -83,7 +58,7 @@ describe("the Kafka source in a running dms", () => {
         { key: "t1", value: observation("t1", { temp: 40 }), partition: 0 },
       ],
     });
-    await until(() => sink.actions.length === 2);
+    await until(() => sink.actions.length === 2, 20_000);
     expect(sink.actions.map((a) => a.idempotencyKey)).toEqual([
       `hot:t1:kafka:${topic}:0:0:0`,
       `hot:t1:kafka:${topic}:0:6:0`,
@@ -105,7 +80,7 @@ describe("the Kafka source in a running dms", () => {
       rule: { ...hot, id: "cold", expression: [{ operator: "lt", resource: "temp", value: 0 }] },
     });
     await producer.send({ topic, messages: [{ key: "t2", value: observation("t2", { temp: -3 }), partition: 1 }] });
-    await until(() => sink.actions.some((a) => a.ruleId === "cold"));
+    await until(() => sink.actions.some((a) => a.ruleId === "cold"), 20_000);
     expect(sink.actions.filter((a) => a.ruleId === "cold").map((a) => a.thingName)).toEqual(["t2"]);
   });
 });
@@ -133,11 +108,11 @@ describe("KafkaObservationSource", () => {
     try {
       const committed = async (): Promise<string> =>
         (await admin.fetchOffsets({ groupId, topics: [topic] }))[0]!.partitions[0]!.offset;
-      await until(() => seen.length === 3);
+      await until(() => seen.length === 3, 20_000);
       await new Promise((r) => setTimeout(r, 1500));
       expect(await committed()).toBe("-1");
       release();
-      await until(async () => (await committed()) === "3");
+      await until(async () => (await committed()) === "3", 20_000);
       expect(seen.map((r) => r.position)).toEqual(
         [0, 1, 2].map((o) => ({ source: `kafka:${topic}`, partition: 0, offset: String(o) })),
       );

@@ -2,37 +2,12 @@ import { randomUUID } from "node:crypto";
 import { SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
 import { Kafka, logLevel, type Producer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ActionSink, TriggeredAction } from "../../src/actions/index.js";
-import type { Rule } from "../../src/rules/index.js";
 import { createTopic, startKafka } from "../support/kafka.js";
 import { SCHEMA_REGISTRY_START_TIMEOUT_MS, startSchemaRegistry } from "../support/schema-registry.js";
 import { startTestDms, type TestDms } from "../support/dms.js";
 import { json } from "../support/http.js";
-
-class CollectingSink implements ActionSink {
-  readonly actions: TriggeredAction[] = [];
-  async accept(actions: readonly TriggeredAction[]): Promise<void> {
-    this.actions.push(...actions);
-  }
-}
-
-async function until(check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error("timed out waiting");
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-const hot: Rule = {
-  id: "hot",
-  name: "hot",
-  enabled: true,
-  filter: { domain: "acme", thingType: "10" },
-  expression: [{ operator: "gt", resource: "temp", value: 30 }],
-  threshold: { count: 1, interval: 0 },
-  actions: [{ type: "EVENT", config: { classification: "ALARM", message: "hot" } }],
-};
+import { CollectingSink, hot } from "./support.js";
+import { until } from "../support/wait.js";
 
 const AVRO = JSON.stringify({
   type: "record",
@@ -101,7 +76,7 @@ describe("the Confluent wire format through a real registry (Apicurio ccompat)",
         { key: "t1", value: JSON.stringify({ thingName: "t1", timestamp: 1763000000002, state: { temp: 45 } }) },
       ],
     });
-    await until(() => sink.actions.length === 3);
+    await until(() => sink.actions.length === 3, 30_000);
     expect(sink.actions.map((a) => [a.thingName, a.payload.observation.state.temp])).toEqual([
       ["t1", 31.5],
       ["t2", 40],

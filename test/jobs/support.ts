@@ -221,13 +221,7 @@ export function mqttUrl(t: TestDms): string {
   return `mqtt://127.0.0.1:${t.dms.services.deviceBridge!.port}`;
 }
 
-export async function until(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error("condition not reached in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+export { until } from "../support/wait.js";
 
 /** A device also hears its own requests on `jobs/#`, some of them deliberately not JSON. */
 function parseOrRaw(buf: Buffer): Payload {
