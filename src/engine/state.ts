@@ -44,9 +44,14 @@ export interface ThresholdState {
  */
 export interface StateStore {
   thing(thingName: string): ThingState | undefined;
-  setThing(state: ThingState): void;
+  /** A thing seen for the first time; the engine mutates the object in place from then on. */
+  add(state: ThingState): void;
   /** Forgets every threshold of a removed or changed rule. */
   dropRule(ruleId: string): void;
-  /** Makes every change so far durable. */
-  flush(): Promise<void> | void;
+  /**
+   * Makes durable every change so far: the states the engine changed since the
+   * last flush (each once; the engine tracks them, so its hot path touches no
+   * set of the store's) and whatever `dropRule` changed.
+   */
+  flush(changed: readonly ThingState[]): Promise<void> | void;
 }

@@ -10,6 +10,7 @@ import {
   SqliteStateStore,
   type RawObservation,
   type StateStore,
+  type ThingState,
   type ThingInfo,
 } from "../../src/engine/index.js";
 import type { ExpressionItem, Rule } from "../../src/rules/index.js";
@@ -354,9 +355,9 @@ describe("persistence", () => {
   it("actions are handed to the sink before the state is made durable", async () => {
     const order: string[] = [];
     class Tracking extends MemoryStateStore {
-      override flush(): void {
+      override flush(changed: readonly ThingState[]): void {
         order.push("flush");
-        super.flush();
+        super.flush(changed);
       }
     }
     const engine = new RuleEngine({

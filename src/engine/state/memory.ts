@@ -2,20 +2,19 @@ import type { StateStore, ThingState } from "../state.js";
 
 /**
  * State in memory: the engine reads and mutates these objects in place and
- * calls `setThing` to mark one changed, so the hot path costs a set insert.
- * Subclasses persist what changed on `flush`.
+ * hands the changed ones to `flush`. Subclasses persist them there.
  */
 export class MemoryStateStore implements StateStore {
   protected readonly things = new Map<string, ThingState>();
+  /** Changed by `dropRule`, outside any batch. */
   protected readonly dirty = new Set<ThingState>();
 
   thing(thingName: string): ThingState | undefined {
     return this.things.get(thingName);
   }
 
-  setThing(state: ThingState): void {
+  add(state: ThingState): void {
     this.things.set(state.thingName, state);
-    this.dirty.add(state);
   }
 
   dropRule(ruleId: string): void {
@@ -30,7 +29,7 @@ export class MemoryStateStore implements StateStore {
     }
   }
 
-  flush(): void {
+  flush(_changed: readonly ThingState[]): void {
     this.dirty.clear();
   }
 }

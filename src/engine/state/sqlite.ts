@@ -58,10 +58,18 @@ export class SqliteStateStore extends MemoryStateStore {
     }
   }
 
-  override flush(): void {
-    if (this.dirty.size === 0) return;
+  override flush(changed: readonly ThingState[]): void {
+    if (changed.length === 0 && this.dirty.size === 0) return;
     this.db.transaction(() => {
-      for (const t of this.dirty) {
+      for (const t of changed) this.write(t);
+      if (this.dirty.size === 0) return;
+      const written = new Set(changed);
+      for (const t of this.dirty) if (!written.has(t)) this.write(t);
+    })();
+    super.flush(changed);
+  }
+
+  private write(t: ThingState): void {
         const doc: Pick<ThingState, "state" | "nested" | "thresholds"> = { state: t.state };
         if (t.nested) doc.nested = t.nested;
         if (t.thresholds?.length) doc.thresholds = t.thresholds;
@@ -73,8 +81,5 @@ export class SqliteStateStore extends MemoryStateStore {
           t.lastOffset ?? null,
           JSON.stringify(doc),
         );
-      }
-    })();
-    super.flush();
   }
 }
