@@ -11,6 +11,7 @@ import {
   type CompiledRule,
   type CompileOptions,
 } from "./compile/index.js";
+import { JsonDecoder } from "./decode.js";
 import { MAX_DEAD_LETTER_PAYLOAD, type DeadLetter, type DeadLetterReason } from "./dead-letters.js";
 import type { StateStore, ThingState, ThresholdState } from "./state.js";
 import type { ThingInfo, ThingResolver } from "./things.js";
@@ -107,6 +108,7 @@ export class RuleEngine {
   private readonly runtimes = new Map<string, Runtime>();
   private readonly unknown = new Set<string>();
   private readonly ctx = new EvalContext();
+  private readonly decoder = new JsonDecoder();
   private readonly matched: CompiledRule[] = [];
   private readonly fired: CompiledRule[] = [];
   private readonly clock: () => number;
@@ -299,7 +301,7 @@ export class RuleEngine {
     const v = raw.value;
     if (v instanceof Uint8Array || typeof v === "string") {
       try {
-        doc = JSON.parse(typeof v === "string" ? v : utf8(v));
+        doc = typeof v === "string" ? JSON.parse(v) : this.decoder.decode(v);
       } catch {
         return this.reject(raw, index, "not-json", "the message is not JSON", now, work);
       }
@@ -698,10 +700,6 @@ function stored(
   };
   if (nested !== undefined) document.nested = nested;
   return { sourceKey: id, document };
-}
-
-function utf8(v: Uint8Array): string {
-  return Buffer.isBuffer(v) ? v.toString("utf8") : Buffer.from(v.buffer, v.byteOffset, v.length).toString("utf8");
 }
 
 function payloadText(value: RawObservation["value"]): string | undefined {

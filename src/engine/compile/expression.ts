@@ -126,22 +126,35 @@ export function compileComparison(
     else if (typeof v !== "string" || typeof r !== "string") return false;
     return v ${js} r;
   };`;
-  const factory = new Function("num", "nested", body) as (
-    n: typeof num,
-    nv: typeof nestedValue,
-  ) => (ctx: EvalContext) => boolean;
-  return factory(num, nestedValue);
+  return generated(body) as (ctx: EvalContext) => boolean;
+}
+
+/**
+ * Generated functions by their text: identical conditions (the same check in
+ * many thing types' rules) share one function, so V8 compiles, optimises and
+ * caches its code once instead of once per rule. They read only `ctx`, so
+ * sharing is safe. Bounded by the number of distinct texts in the rules.
+ */
+const GENERATED = new Map<string, (ctx: EvalContext) => unknown>();
+
+function generated(body: string): (ctx: EvalContext) => unknown {
+  let fn = GENERATED.get(body);
+  if (fn === undefined) {
+    const factory = new Function("num", "nested", body) as (
+      n: typeof num,
+      nv: typeof nestedValue,
+    ) => (ctx: EvalContext) => unknown;
+    fn = factory(num, nestedValue);
+    GENERATED.set(body, fn);
+  }
+  return fn;
 }
 
 function compileOne(source: string, property: string, mode: ExpressionMode): ValueFn {
   const { root, code } = parseChecked(source, property);
   if (mode === "mathjs") return viaMathjs(root, source);
   // The generated text holds only operators, numbers, quoted names and Math.* calls (see generate).
-  const factory = new Function("num", "nested", `return function value(ctx) { return ${code}; };`) as (
-    n: typeof num,
-    nv: typeof nestedValue,
-  ) => ValueFn;
-  return factory(num, nestedValue);
+  return generated(`return function value(ctx) { return ${code}; };`);
 }
 
 function generate(node: MathNode, property: string, top: boolean): string {

@@ -70,16 +70,16 @@ export class SqliteStateStore extends MemoryStateStore {
   }
 
   private write(t: ThingState): void {
-        const doc: Pick<ThingState, "state" | "nested" | "thresholds"> = { state: t.state };
-        if (t.nested) doc.nested = t.nested;
-        if (t.thresholds?.length) doc.thresholds = t.thresholds;
-        this.upsert.run(
-          t.thingName,
-          t.timestamp,
-          t.seq ?? 0,
-          t.lastSource ?? null,
-          t.lastOffset ?? null,
-          JSON.stringify(doc),
-        );
+    const doc: Pick<ThingState, "state" | "nested" | "thresholds"> = { state: t.state };
+    if (t.nested) doc.nested = t.nested;
+    if (t.thresholds?.length) doc.thresholds = t.thresholds;
+    this.upsert.run(
+      t.thingName,
+      t.timestamp,
+      t.seq ?? 0,
+      t.lastSource ?? null,
+      t.lastOffset ?? null,
+      JSON.stringify(doc),
+    );
   }
 }

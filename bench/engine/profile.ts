@@ -1,0 +1,64 @@
+/**
+ * The engine pass of bench/engine alone, for profiling:
+ *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/engine/profile.ts [observations]
+ * then `npx tsx bench/engine/top.ts /tmp/prof/<file>.cpuprofile` for self time by function and line.
+ */
+import { performance } from "node:perf_hooks";
+import type { TriggeredAction } from "../../src/actions/index.js";
+import { MemoryStateStore, RuleEngine, type RawObservation, type ThingInfo } from "../../src/engine/index.js";
+import { workload } from "./workload.js";
+
+const N = Number(process.argv[2] ?? 500_000);
+const CHUNK = 5_000;
+const w = workload();
+const messages: Buffer[] = [];
+for (let i = 0; i < N; i++) messages.push(Buffer.from(w.message(i)));
+const checks = new Map<string, (v: unknown) => boolean>();
+const infos = new Map<string, ThingInfo>(
+  w.things.map((t) => [
+    t.thingName,
+    { thingName: t.thingName, thingType: t.thingType, domain: "root", domains: new Set(["root"]), checks },
+  ]),
+);
+const engine = new RuleEngine({
+  resolveThing: (name) => infos.get(name),
+  state: new MemoryStateStore(),
+  sink: { accept: async (_: readonly TriggeredAction[]): Promise<void> => {} },
+  clock: () => 1_763_000_000_000,
+});
+engine.load(process.env.RULES === "0" ? [] : w.rules);
+let engineMs = 0;
+let decodeMs = 0;
+// CPU time as well as wall time: on a shared machine the wall clock also counts time spent descheduled.
+let engineCpu = 0;
+let decodeCpu = 0;
+const cpu = (): number => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+for (let start = 0; start < N; start += CHUNK) {
+  const chunk: RawObservation[] = [];
+  for (let i = start; i < Math.min(N, start + CHUNK); i++)
+    chunk.push({
+      key: null,
+      value: messages[i]!,
+      position: { source: "kafka:bench", partition: 0, offset: String(i) },
+    });
+  const c0 = cpu();
+  const t0 = performance.now();
+  for (const raw of chunk) JSON.parse((raw.value as Buffer).toString("utf8"));
+  const t1 = performance.now();
+  const c1 = cpu();
+  engine.process(chunk);
+  const t2 = performance.now();
+  const c2 = cpu();
+  decodeMs += t1 - t0;
+  engineMs += t2 - t1;
+  decodeCpu += c1 - c0;
+  engineCpu += c2 - c1;
+}
+const rate = (ms: number): string => Math.round(N / (ms / 1000)).toLocaleString("en");
+console.log(
+  `engine ${rate(engineMs)} obs/s, decode-only ${rate(decodeMs)} obs/s, ratio ${(decodeMs / engineMs).toFixed(2)}; ` +
+    `CPU time: engine ${rate(engineCpu)} obs/s, decode-only ${rate(decodeCpu)} obs/s, ratio ${(decodeCpu / engineCpu).toFixed(2)}`,
+);
