@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { rng } from "../../bench/engine/workload.js";
 import { compileRule, evaluateRule, readGeoPoint, RuleCompileError } from "../../src/engine/index.js";
 import type { ExpressionItem, Rule } from "../../src/rules/index.js";
 
@@ -255,8 +256,28 @@ describe("every Elasticsearch geo_point form", () => {
   });
   it("refuses what is none of them", () => {
     const out: [number, number] = [0, 0];
-    for (const bad of ["abc!", "91,10", [10], { lat: 1 }, 42, null, "POINT(1)"])
-      expect(readGeoPoint(bad, out)).toBe(false);
+    for (const bad of ["abc!", "91,10", "45,", ",10", "1,2,3", "1.2.3,4", [10], { lat: 1 }, 42, null, "POINT(1)"])
+      expect(readGeoPoint(bad, out), JSON.stringify(bad)).toBe(false);
+  });
+  it("reads 'lat,lon' text to exactly the doubles Number() gives, in every form Java's parseDouble takes", () => {
+    const out: [number, number] = [0, 0];
+    const r = rng(3);
+    for (let i = 0; i < 20_000; i++) {
+      const lat = ((r() - 0.5) * 180).toFixed(Math.floor(r() * 12));
+      const lon = ((r() - 0.5) * 360).toFixed(Math.floor(r() * 14));
+      expect(readGeoPoint(`${lat},${lon}`, out)).toBe(true);
+      expect(out).toEqual([Number(lon), Number(lat)]);
+    }
+    for (const [text, lon, lat] of [
+      ["1.,2", 2, 1],
+      [".5,-.25", -0.25, 0.5],
+      ["1e1,2E-1", 0.2, 10],
+      ["-0,-0", -0, -0],
+      ["12345678901234567,1", NaN, NaN],
+    ] as const) {
+      expect(readGeoPoint(text, out), text).toBe(!Number.isNaN(lat));
+      if (!Number.isNaN(lat)) expect(out, text).toEqual([lon, lat]);
+    }
   });
 });
 

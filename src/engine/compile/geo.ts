@@ -7,7 +7,8 @@ import { RuleCompileError } from "./errors.js";
 export type LonLat = [number, number];
 
 const GEOHASH = "0123456789bcdefghjkmnpqrstuvwxyz";
-const LAT_LON = /^\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*,\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$/;
+const DECIMAL = String.raw`-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?`;
+const LAT_LON = new RegExp(String.raw`^\s*(${DECIMAL})\s*,\s*(${DECIMAL})\s*$`);
 const WKT_POINT = /^\s*POINT\s*\(\s*(-?[\d.eE+-]+)\s+(-?[\d.eE+-]+)\s*\)\s*$/i;
 
 /**
@@ -19,17 +20,14 @@ export function readGeoPoint(value: unknown, out: LonLat): boolean {
   let lat: number;
   let lon: number;
   if (typeof value === "string") {
-    const comma = value.indexOf(",");
-    if (comma > 0) {
-      // The common form first, without a regular expression.
-      lat = Number(value.slice(0, comma));
-      lon = Number(value.slice(comma + 1));
-      if (value.trim() !== value || Number.isNaN(lat) || Number.isNaN(lon)) {
-        const m = LAT_LON.exec(value);
-        if (!m) return false;
-        lat = Number(m[1]);
-        lon = Number(m[2]);
-      }
+    // The common form first, read in place: no substrings, no regular expression.
+    if (readLatLonText(value, out)) return true;
+    if (value.includes(",")) {
+      // Spaces, exponents, `1.` or `.5` (Java's parseDouble, which Elasticsearch uses, reads them).
+      const m = LAT_LON.exec(value);
+      if (!m) return false;
+      lat = Number(m[1]);
+      lon = Number(m[2]);
     } else {
       const wkt = WKT_POINT.exec(value);
       if (wkt) {
@@ -53,6 +51,51 @@ export function readGeoPoint(value: unknown, out: LonLat): boolean {
   out[0] = lon;
   out[1] = lat;
   return true;
+}
+
+/**
+ * `"lat,lon"` with plain decimals (`-59.91234,10.5`) of at most 15 digits
+ * each, into `out` as [lon, lat]; false for anything else (exponents, spaces,
+ * longer numbers, out of range), which the general path then reads. Each
+ * number is mantissa / 10^scale with both exact doubles: one correctly rounded
+ * division, the same double as `Number()`.
+ */
+function readLatLonText(s: string, out: LonLat): boolean {
+  const lat = decimalAt(s, 0, COMMA);
+  if (Number.isNaN(lat)) return false;
+  const lon = decimalAt(s, scanEnd + 1, -1);
+  if (Number.isNaN(lon) || scanEnd !== s.length) return false;
+  if (!(lat >= -90 && lat <= 90 && lon >= -180 && lon <= 180)) return false;
+  out[0] = lon;
+  out[1] = lat;
+  return true;
+}
+
+const COMMA = 0x2c;
+/** Where the last `decimalAt` stopped (module scope, so that reading returns a plain number). */
+let scanEnd = 0;
+
+/** The decimal starting at `i` and ending at `stop` (a char code) or the end of `s`; NaN if it is not a plain one. */
+function decimalAt(s: string, i: number, stop: number): number {
+  const negative = s.charCodeAt(i) === 0x2d;
+  if (negative) i++;
+  let mantissa = 0;
+  let digits = 0;
+  let scale = -1;
+  for (; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39) {
+      mantissa = mantissa * 10 + (c - 0x30);
+      digits++;
+      if (scale >= 0) scale++;
+    } else if (c === 0x2e && scale < 0 && digits > 0) scale = 0;
+    else if (c === stop) break;
+    else return NaN;
+  }
+  if (digits === 0 || digits > 15 || scale === 0 || (stop >= 0 && i >= s.length)) return NaN;
+  scanEnd = i;
+  const v = scale > 0 ? mantissa / 10 ** scale : mantissa;
+  return negative ? -v : v;
 }
 
 /** The centre of a geohash cell, as Elasticsearch reads a geohash geo_point. */
