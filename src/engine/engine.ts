@@ -81,6 +81,8 @@ interface Pending {
   actions: TriggeredAction[] | undefined;
 }
 
+const MAX_SPARE_THRESHOLDS = 10_000;
+
 function newPending(raw: RawObservation, rt: Runtime): Pending {
   return {
     raw,
@@ -111,6 +113,9 @@ interface Runtime {
   lat: number;
   /** The last batch that changed this thing, so `BatchWork.changed` lists it once. */
   batch: number;
+  /** `info.domain` and `info.domains`, here to save the rule check a pointer chase (a cache miss per thing). */
+  domain: string;
+  domains: ReadonlySet<string>;
 }
 
 /**
@@ -127,6 +132,12 @@ export class RuleEngine {
   private readonly ctx = new EvalContext();
   private readonly decoder = new JsonDecoder();
   private readonly matched: CompiledRule[] = [];
+  /**
+   * Threshold entries pruned from one thing, reused for the next match anywhere: a match
+   * lives for a few observations of its thing, and allocating each would feed the GC.
+   * Nothing else holds a pruned entry (state stores read the things' lists when they flush).
+   */
+  private readonly spareThresholds: ThresholdState[] = [];
   /** Reused records of the current batch's accepted observations, in batch order. */
   private readonly pending: Pending[] = [];
   /** The current batch's pending records by thing type, reused. */
@@ -493,8 +504,8 @@ export class RuleEngine {
     const st = rt.state;
     const matched = this.matched;
     const n = set.matches(this.ctx, matched);
-    const domains = rt.info.domains;
-    const own = rt.info.domain;
+    const domains = rt.domains;
+    const own = rt.domain;
     for (let i = 0; i < n; i++) {
       const rule = matched[i]!;
       if (rule.domain !== own && !domains.has(rule.domain)) continue;
@@ -509,7 +520,14 @@ export class RuleEngine {
         }
       }
       if (th === undefined) {
-        th = { ruleId: rule.id, count: 0, lastFiredAt: 0, lastSeq: -1 };
+        th = this.spareThresholds.pop();
+        if (th === undefined) th = { ruleId: rule.id, count: 0, lastFiredAt: 0, lastSeq: -1 };
+        else {
+          th.ruleId = rule.id;
+          th.count = 0;
+          th.lastFiredAt = 0;
+          th.lastSeq = -1;
+        }
         list.push(th);
       }
       // Consecutive: the previous observation of this thing matched too; anything else started over.
@@ -539,6 +557,7 @@ export class RuleEngine {
         keep = rule !== undefined && now - e.lastFiredAt < rule.intervalMs;
       }
       if (keep) list[w++] = e;
+      else if (this.spareThresholds.length < MAX_SPARE_THRESHOLDS) this.spareThresholds.push(e);
     }
     list.length = w;
   }
@@ -596,7 +615,16 @@ export class RuleEngine {
       state = { thingName, timestamp: 0, state: {}, seq: 0 };
       this.options.state.add(state);
     }
-    const rt: Runtime = { info, state, hasPos: false, lon: 0, lat: 0, batch: 0 };
+    const rt: Runtime = {
+      info,
+      state,
+      hasPos: false,
+      lon: 0,
+      lat: 0,
+      batch: 0,
+      domain: info.domain,
+      domains: info.domains,
+    };
     const prev: [number, number] = [0, 0];
     if (state.state.latlng !== undefined && readGeoPoint(state.state.latlng, prev)) {
       rt.hasPos = true;
