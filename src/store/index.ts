@@ -29,6 +29,9 @@ export function openDatabase({ dataDir, migrations }: OpenOptions): Db {
   db.pragma("synchronous = NORMAL");
   db.pragma("foreign_keys = ON");
   db.pragma("busy_timeout = 5000");
+  // 64 MiB of page cache instead of 2: the observation store's three indexes take inserts all over
+  // their B-trees, and at stream rates the default cache makes every insert re-read index pages.
+  db.pragma("cache_size = -65536");
   migrate(db, migrations);
   return db;
 }
