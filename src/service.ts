@@ -22,7 +22,7 @@ import { Files, LocalFileStore } from "./files/index.js";
 import { ObservationReader, ObservationStore, createExports } from "./observations/index.js";
 import { SearchIndex } from "./search/index.js";
 import { UrlSigner, signingKey } from "./signing/index.js";
-import { openDatabase } from "./store/index.js";
+import { openDatabase, startCheckpointer } from "./store/index.js";
 import { ThingRegistry } from "./things/index.js";
 
 /** A part of the service with a life of its own (listeners, consumers, schedulers). */
@@ -57,6 +57,9 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const clock = options.clock ?? options.timers?.now ?? Date.now;
   const timers: Timers = options.timers ?? { now: clock, setTimeout: realTimers.setTimeout };
   const db = openDatabase({ dataDir: config.DMS_DATA_DIR, migrations });
+  // The engine commits a batch every few milliseconds: its checkpoints go to a thread of their own.
+  const checkpointer =
+    config.roles.has("engine") && config.DMS_DATA_DIR !== ":memory:" ? startCheckpointer(db) : undefined;
   const bus = new EventBus();
   const identity = new Identity(db, bus);
   const registry = new ThingRegistry(db, bus, (id) => identity.domain(id) !== undefined);
@@ -205,6 +208,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
     search.close();
     jobs.close();
+    await checkpointer?.stop();
     db.close();
   };
 

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 
 export type Db = Database.Database;
+export { startCheckpointer, type Checkpointer } from "./checkpointer.js";
 
 /**
  * One schema change. Each capability owns its migrations (ids prefixed by the
