@@ -39,7 +39,7 @@ const FLUSH_GRACE_MS = 5_000;
  * back) and every chunk is counted: a side reads only while its peer's socket
  * accepts more (`write()` true, or `drain`), so a slow reader slows the fast
  * writer down to TCP and memory stays at one read buffer in flight per
- * direction. Chunks are forwarded as read (up to 1 MiB, see SocketReader) and
+ * direction. Chunks are forwarded as read (up to 256 KiB, see SocketReader) and
  * their buffer goes back to the pool when the write has completed; counting
  * reads `length` and copies nothing.
  *
