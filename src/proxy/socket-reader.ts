@@ -211,9 +211,16 @@ function moveToOnreadSocket(accepted: Socket, onread: OnReadOpts): Socket | unde
   const internals = accepted as unknown as { _handle: unknown };
   const handle = internals._handle;
   if (!isIdleTcpHandle(handle) || accepted.destroyed || accepted.readableLength > 0) return undefined;
-  internals._handle = null;
   const options = { handle, onread, allowHalfOpen: accepted.allowHalfOpen };
-  const socket = new Socket(options as ConstructorParameters<typeof Socket>[0]);
+  let socket: Socket;
+  try {
+    socket = new Socket(options as ConstructorParameters<typeof Socket>[0]);
+  } catch {
+    // The handle may be half moved: drop the connection rather than read it in an unknown state.
+    accepted.destroy();
+    return undefined;
+  }
+  internals._handle = null;
   socket.once("close", () => accepted.destroy());
   return socket;
 }
