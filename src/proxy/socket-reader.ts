@@ -82,8 +82,8 @@ export class SocketReader {
   private target: Buffer | undefined;
   private lastReadFilled = false;
 
-  private constructor(accepted: Socket, pool: ReadBufferPool | undefined) {
-    const moved = pool ? moveToOnreadSocket(accepted, this.onreadOptions(pool)) : undefined;
+  private constructor(accepted: Socket, pool: ReadBufferPool) {
+    const moved = moveToOnreadSocket(accepted, this.onreadOptions(pool));
     this.socket = moved ?? accepted;
     this.pooled = moved !== undefined;
     if (!moved) this.socket.on("data", (chunk: Buffer) => this.take(chunk, noop));
@@ -94,11 +94,6 @@ export class SocketReader {
 
   static adopt(accepted: Socket, pool: ReadBufferPool = sharedReadBuffers): SocketReader {
     return new SocketReader(accepted, pool);
-  }
-
-  /** Reading through 'data' events, never pooled: the fallback, and for comparison in tests. */
-  static plain(socket: Socket): SocketReader {
-    return new SocketReader(socket, undefined);
   }
 
   receive(receiver: ChunkReceiver): void {
@@ -153,9 +148,9 @@ export class SocketReader {
     };
   }
 
-  private letGo(pool: ReadBufferPool | undefined): void {
+  private letGo(pool: ReadBufferPool): void {
     for (const { release } of this.held.splice(0)) release();
-    if (pool && this.target) pool.give(this.target);
+    if (this.target) pool.give(this.target);
     this.target = undefined;
   }
 }
