@@ -7,7 +7,12 @@
  * server and client in the direct one, so the generator's work is the same
  * and the ratio shows what the proxy hop costs.
  *
- *   npx tsx bench/proxy/index.ts [--gib 1] [--sessions 1000] [--rounds 3]
+ * The machine is shared and noisy, so each round measures both, back to back,
+ * alternating which goes first (direct then proxied, proxied then direct, ...)
+ * after one untimed warm-up of each; the ratio reported is the median of the
+ * per-round ratios, next to the medians of each.
+ *
+ *   npx tsx bench/proxy/index.ts [--gib 1] [--sessions 1000] [--rounds 5]
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
@@ -27,9 +32,12 @@ const SECRET = "bench-secret-bench-secret-bench-secret";
 const args = new Map<string, string>();
 for (let i = 2; i < process.argv.length - 1; i += 2)
   args.set(process.argv[i]!.replace(/^--/, ""), process.argv[i + 1]!);
-const GIB = Number(args.get("gib") ?? 1);
-const SESSIONS = Number(args.get("sessions") ?? 1000);
-const ROUNDS = Number(args.get("rounds") ?? 3);
+const GIB = positive("gib", 1);
+const SESSIONS = positive("sessions", 1000);
+const ROUNDS = positive("rounds", 5);
+/** Whole bytes: a fractional --gib must not leave a fraction of a byte that never arrives. */
+const BYTES = Math.round(GIB * 1024 * MiB);
+const WARM_UP_BYTES = Math.min(BYTES, 64 * MiB);
 const SESSION_BYTES = 1 * MiB;
 const CHUNK = Buffer.alloc(256 * 1024, 0x5a);
 
@@ -53,26 +61,11 @@ async function main(): Promise<void> {
 
   const proxy = await startProxy();
   try {
-    const bytes = GIB * 1024 * MiB;
-    const direct: number[] = [];
-    const proxied: number[] = [];
-    let proxyCpuSeconds = 0;
-    let directCpuSeconds = 0;
-    for (let r = 0; r < ROUNDS; r++) {
-      const own = process.cpuUsage();
-      direct.push(await directRun(bytes));
-      const used = process.cpuUsage(own);
-      directCpuSeconds += (used.user + used.system) / 1e6;
-      const cpuBefore = cpuSeconds(proxy.child.pid!);
-      proxied.push(await proxiedRun(proxy, bytes));
-      proxyCpuSeconds += cpuSeconds(proxy.child.pid!) - cpuBefore;
-      console.log(
-        `round ${r + 1}: direct ${mibps(bytes, direct[r]!)} MiB/s, proxied ${mibps(bytes, proxied[r]!)} MiB/s`,
-      );
-    }
+    const bytes = BYTES;
+    const { direct, proxied, ratios, directCpuSeconds, proxyCpuSeconds } = await throughputRounds(proxy);
     const d = median(direct);
     const p = median(proxied);
-    const ratio = d / p;
+    const ratio = median(ratios);
 
     const many = await concurrentRun(proxy, SESSIONS);
     const rows = [
@@ -80,7 +73,8 @@ async function main(): Promise<void> {
       `|---|---|`,
       `| ${GIB} GiB direct loopback (median of ${ROUNDS}) | ${mibps(bytes, d)} MiB/s (${d.toFixed(0)} ms) |`,
       `| ${GIB} GiB through the proxy (median of ${ROUNDS}) | ${mibps(bytes, p)} MiB/s (${p.toFixed(0)} ms) |`,
-      `| ratio proxy / direct (target >= 0.8) | ${ratio.toFixed(2)} |`,
+      `| ratio proxy / direct (target >= 0.8), median of the per-round ratios | ${ratio.toFixed(2)} |`,
+      `| per-round ratios, in order | ${ratios.map((r) => r.toFixed(2)).join(" ")} |`,
       `| CPU per GiB: both ends of the direct connection / the proxy process forwarding | ${(directCpuSeconds / ROUNDS / GIB).toFixed(2)} s / ${(proxyCpuSeconds / ROUNDS / GIB).toFixed(2)} s |`,
       `| ${SESSIONS} concurrent sessions: set-up (device connect, /on, client connect) | ${many.setupMs.toFixed(0)} ms |`,
       `| ${SESSIONS} concurrent sessions x 1 MiB: transfer wall time | ${many.transferMs.toFixed(0)} ms (${mibps(SESSIONS * SESSION_BYTES, many.transferMs)} MiB/s aggregate) |`,
@@ -94,7 +88,7 @@ async function main(): Promise<void> {
         "",
         ...header.map((h) => `${h}  `),
         "",
-        "The proxy is a separate `dms` process (`DMS_ROLES=proxy`); device, client and the direct pair run in the benchmark process. Device to client direction, 256 KiB writes.",
+        "The proxy is a separate `dms` process (`DMS_ROLES=proxy`); device, client and the direct pair run in the benchmark process. Device to client direction, 256 KiB writes. Each round runs both transfers back to back, alternating which goes first, after one untimed 64 MiB warm-up of each; the ratio is the median of the per-round ratios (throughput proxied / direct).",
         "",
         ...rows,
       ].join("\n"),
@@ -104,6 +98,44 @@ async function main(): Promise<void> {
     await new Promise((r) => proxy.child.once("exit", r));
     rmSync(proxy.dataDir, { recursive: true, force: true });
   }
+}
+
+interface Rounds {
+  /** Milliseconds per round. */
+  direct: number[];
+  proxied: number[];
+  /** Per round: proxied throughput / direct throughput. */
+  ratios: number[];
+  directCpuSeconds: number;
+  proxyCpuSeconds: number;
+}
+
+async function throughputRounds(proxy: Proxy): Promise<Rounds> {
+  await directRun(WARM_UP_BYTES);
+  await proxiedRun(proxy, WARM_UP_BYTES);
+  const rounds: Rounds = { direct: [], proxied: [], ratios: [], directCpuSeconds: 0, proxyCpuSeconds: 0 };
+  const measureDirect = async (): Promise<void> => {
+    const own = process.cpuUsage();
+    rounds.direct.push(await directRun(BYTES));
+    const used = process.cpuUsage(own);
+    rounds.directCpuSeconds += (used.user + used.system) / 1e6;
+  };
+  const measureProxied = async (): Promise<void> => {
+    const before = cpuSeconds(proxy.child.pid!);
+    rounds.proxied.push(await proxiedRun(proxy, BYTES));
+    rounds.proxyCpuSeconds += cpuSeconds(proxy.child.pid!) - before;
+  };
+  for (let r = 0; r < ROUNDS; r++) {
+    const directFirst = r % 2 === 0;
+    for (const measure of directFirst ? [measureDirect, measureProxied] : [measureProxied, measureDirect])
+      await measure();
+    const [d, p] = [rounds.direct[r]!, rounds.proxied[r]!];
+    rounds.ratios.push(d / p);
+    console.log(
+      `round ${r + 1} (${directFirst ? "direct first" : "proxied first"}): direct ${mibps(BYTES, d)} MiB/s, proxied ${mibps(BYTES, p)} MiB/s, ratio ${(d / p).toFixed(2)}`,
+    );
+  }
+  return rounds;
 }
 
 // ---- the proxy process ----
@@ -297,7 +329,14 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const mibps = (bytes: number, ms: number): string => (bytes / MiB / (ms / 1000)).toFixed(0);
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+function positive(name: string, fallback: number): number {
+  const value = Number(args.get(name) ?? fallback);
+  if (!(value > 0)) throw new Error(`--${name} must be a number above 0, not ${args.get(name)}`);
+  return value;
 }
 
 main().catch((err: unknown) => {

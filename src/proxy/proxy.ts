@@ -5,6 +5,7 @@ import type { Services } from "../api/index.js";
 import { createControlApp } from "./control.js";
 import { readSerialLine } from "./serial-line.js";
 import { SessionManager, type PortRange } from "./sessions.js";
+import { SocketReader } from "./socket-reader.js";
 
 export interface ProxyOptions {
   /** The device's serial line must arrive within this (interface: 10 s). */
@@ -46,13 +47,14 @@ export function createProxy(services: Services, options: ProxyOptions = {}): Pro
 
   registerMetrics(services, sessions);
 
-  const onDevice = (socket: Socket): void => {
-    socket.setKeepAlive(true, 30_000);
+  const onDevice = (accepted: Socket): void => {
+    const device = SocketReader.adopt(accepted);
+    device.socket.setKeepAlive(true, 30_000);
     readSerialLine(
-      socket,
+      device,
       lineOptions,
-      (serial, s) => sessions.deviceConnected(serial, s),
-      (why) => log.info({ remoteAddress: socket.remoteAddress, why }, "proxy device connection closed"),
+      (serial) => sessions.deviceConnected(serial, device),
+      (why) => log.info({ remoteAddress: device.socket.remoteAddress, why }, "proxy device connection closed"),
     );
   };
 
@@ -66,7 +68,8 @@ export function createProxy(services: Services, options: ProxyOptions = {}): Pro
     },
     sessions,
     async start() {
-      deviceServer = createServer(onDevice);
+      // Paused, unread connections let SocketReader give them pooled read buffers.
+      deviceServer = createServer({ pauseOnConnect: true }, onDevice);
       await new Promise<void>((resolve, reject) => {
         deviceServer!.once("error", reject);
         deviceServer!.listen({ port: options.devicePort ?? config.DMS_PROXY_DEVICE_PORT }, () => resolve());

@@ -1,4 +1,4 @@
-import type { Socket } from "node:net";
+import { drop, type SocketReader } from "./socket-reader.js";
 
 const CR = 0x0d;
 
@@ -11,17 +11,19 @@ export interface SerialLineOptions {
 
 /**
  * Reads the device's greeting, its serial followed by a carriage return, and
- * hands the socket on paused with whatever followed the serial in the same
- * packet pushed back (`unshift`) so those bytes reach the client like any
- * other. A connection that is silent too long, or whose line grows past
- * `maxBytes`, is closed without a word: the protocol has no answer.
+ * hands the connection on paused with whatever followed the serial in the same
+ * read held back (`unshift`, copied out of the shared read buffer) so those
+ * bytes reach the client like any other. A connection that is silent too
+ * long, or whose line grows past `maxBytes`, is closed without a word: the
+ * protocol has no answer.
  */
 export function readSerialLine(
-  socket: Socket,
+  device: SocketReader,
   options: SerialLineOptions,
-  done: (serial: string, socket: Socket) => void,
+  done: (serial: string) => void,
   refused: (why: string) => void,
 ): void {
+  const { socket } = device;
   let pending: Buffer | undefined;
   const timer = setTimeout(() => close("no serial line in time"), options.timeoutMs);
   timer.unref();
@@ -32,8 +34,10 @@ export function readSerialLine(
     refused(why);
   }
 
-  function onData(chunk: Buffer): void {
-    const data = pending ? Buffer.concat([pending, chunk]) : chunk;
+  function onChunk(chunk: Buffer, release: () => void): void {
+    // A copy, so the shared read buffer goes back at once; once per connection, at most a read's worth.
+    const data = Buffer.concat(pending ? [pending, chunk] : [chunk]);
+    release();
     const cr = data.indexOf(CR);
     if ((cr === -1 ? data.length : cr) > options.maxBytes) return close("serial line too long");
     if (cr === -1) {
@@ -41,20 +45,21 @@ export function readSerialLine(
       return;
     }
     clearTimeout(timer);
-    socket.pause();
-    socket.off("data", onData);
+    device.pause();
+    device.receive(drop);
     socket.off("close", onClose);
     const serial = data.toString("utf8", 0, cr).trim();
     if (serial === "") return close("empty serial");
-    if (cr + 1 < data.length) socket.unshift(data.subarray(cr + 1));
-    done(serial, socket);
+    if (cr + 1 < data.length) device.unshift(data.subarray(cr + 1));
+    done(serial);
   }
 
   function onClose(): void {
     clearTimeout(timer);
   }
 
-  socket.on("data", onData);
+  device.receive(onChunk);
   socket.on("error", () => socket.destroy());
   socket.once("close", onClose);
+  device.resume();
 }

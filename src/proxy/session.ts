@@ -1,4 +1,5 @@
 import type { Server, Socket } from "node:net";
+import { drop, SocketReader, type ChunkReceiver } from "./socket-reader.js";
 import { admits, type Whitelist } from "./whitelist.js";
 
 /** The proxy session states of the interface; a session that is not listed is `none`. */
@@ -37,8 +38,10 @@ const FLUSH_GRACE_MS = 5_000;
  * ends change under a persistent session (either side may leave and come
  * back) and every chunk is counted: a side reads only while its peer's socket
  * accepts more (`write()` true, or `drain`), so a slow reader slows the fast
- * writer down to TCP and memory stays at the sockets' high-water marks. Chunks
- * are forwarded as received; counting reads `length` and copies nothing.
+ * writer down to TCP and memory stays at one read buffer in flight per
+ * direction. Chunks are forwarded as read (up to 256 KiB, see SocketReader) and
+ * their buffer goes back to the pool when the write has completed; counting
+ * reads `length` and copies nothing.
  *
  * A lone side's bytes wait in its socket until the two sides have met once;
  * after that a persistent session reads and discards what a lone side sends,
@@ -47,8 +50,8 @@ const FLUSH_GRACE_MS = 5_000;
 export class ProxySession {
   state: SessionState = "started";
   transferred = 0;
-  private device: Socket | undefined;
-  private client: Socket | undefined;
+  private device: SocketReader | undefined;
+  private client: SocketReader | undefined;
   private paired = false;
   private timer: NodeJS.Timeout | undefined;
 
@@ -79,13 +82,13 @@ export class ProxySession {
   }
 
   /** The device's connection, new or replacing an earlier one of the same serial. */
-  attachDevice(socket: Socket): void {
-    if (this.state === "stopped" || socket === this.device) return;
+  attachDevice(device: SocketReader): void {
+    if (this.state === "stopped" || device === this.device) return;
     const old = this.device;
-    this.device = socket;
-    this.listen(socket, this.fromDevice, this.resumeClient);
+    this.device = device;
+    this.listen(device, this.fromDevice, this.resumeClient);
     // The replaced connection's close must not count as "the device closed".
-    old?.destroy();
+    old?.socket.destroy();
     this.flow();
   }
 
@@ -99,7 +102,7 @@ export class ProxySession {
     this.device = undefined;
     this.client = undefined;
     const graceful = reason === "device closed" || reason === "client closed";
-    for (const socket of [device, client]) if (socket) finish(socket, graceful);
+    for (const side of [device, client]) if (side) finish(side, graceful);
     this.hooks.stopped(this, reason);
   }
 
@@ -116,33 +119,35 @@ export class ProxySession {
     }
     clearTimeout(this.timer);
     this.state = "running";
-    this.client = socket;
-    this.listen(socket, this.fromClient, this.resumeDevice);
+    const client = SocketReader.adopt(socket);
+    this.client = client;
+    this.listen(client, this.fromClient, this.resumeDevice);
     this.flow();
   };
 
-  private listen(socket: Socket, onData: (chunk: Buffer) => void, onDrain: () => void): void {
-    // Explicitly paused, adding the data listener does not start the flow; flow() decides.
-    socket.pause();
+  private listen(side: SocketReader, onChunk: ChunkReceiver, onDrain: () => void): void {
+    // Paused until flow() decides.
+    side.pause();
+    side.receive(onChunk);
+    const { socket } = side;
     socket.setNoDelay(true);
-    socket.on("data", onData);
     socket.on("drain", onDrain);
     socket.on("error", ignore);
-    socket.once("close", () => this.detached(socket));
+    socket.once("close", () => this.detached(side));
   }
 
-  private readonly fromDevice = (chunk: Buffer): void => {
+  private readonly fromDevice: ChunkReceiver = (chunk, release) => {
     const peer = this.client;
-    if (peer === undefined) return; // persistent and alone: discarded
+    if (peer === undefined) return release(); // persistent and alone: discarded
     this.transferred += chunk.length;
-    if (!peer.write(chunk)) this.device?.pause();
+    if (!peer.socket.write(chunk, release)) this.device?.pause();
   };
 
-  private readonly fromClient = (chunk: Buffer): void => {
+  private readonly fromClient: ChunkReceiver = (chunk, release) => {
     const peer = this.device;
-    if (peer === undefined) return;
+    if (peer === undefined) return release();
     this.transferred += chunk.length;
-    if (!peer.write(chunk)) this.client?.pause();
+    if (!peer.socket.write(chunk, release)) this.client?.pause();
   };
 
   /** The device may read when the client takes more, or when it is alone and discarding. */
@@ -154,8 +159,8 @@ export class ProxySession {
     if (this.client && this.mayRead(this.device)) this.client.resume();
   };
 
-  private mayRead(peer: Socket | undefined): boolean {
-    if (peer) return !peer.writableNeedDrain;
+  private mayRead(peer: SocketReader | undefined): boolean {
+    if (peer) return !peer.socket.writableNeedDrain;
     return this.paired && this.options.persistent;
   }
 
@@ -165,13 +170,14 @@ export class ProxySession {
     this.resumeClient();
   }
 
-  private detached(socket: Socket): void {
-    if (socket === this.device) this.device = undefined;
-    else if (socket === this.client) this.client = undefined;
+  private detached(side: SocketReader): void {
+    const wasClient = side === this.client;
+    if (side === this.device) this.device = undefined;
+    else if (wasClient) this.client = undefined;
     else return; // replaced, or already let go by stop()
     if (this.state !== "running") return; // a started session waits for its device to come back
     if (!this.options.persistent) {
-      this.stop(socket === this.client ? "client closed" : "device closed");
+      this.stop(wasClient ? "client closed" : "device closed");
       return;
     }
     this.flow();
@@ -180,14 +186,16 @@ export class ProxySession {
 
 function ignore(): void {}
 
-/** Ends a socket; graceful lets queued bytes reach the peer first, within a grace period. */
-function finish(socket: Socket, graceful: boolean): void {
+/** Ends a side; graceful lets queued bytes reach the peer first, within a grace period. */
+function finish(side: SocketReader, graceful: boolean): void {
+  const { socket } = side;
   if (!graceful) {
     socket.destroy();
     return;
   }
   // Read on (into the void) so the peer's FIN is seen and the socket closes.
-  socket.resume();
+  side.receive(drop);
+  side.resume();
   socket.end();
   setTimeout(() => socket.destroy(), FLUSH_GRACE_MS).unref();
 }

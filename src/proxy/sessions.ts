@@ -1,6 +1,7 @@
-import { createServer, type Server, type Socket } from "node:net";
+import { createServer, type Server } from "node:net";
 import type { Logger } from "../observability/index.js";
 import { ProxySession, type ProxyStatus, type SessionOptions, type StopReason } from "./session.js";
+import type { SocketReader } from "./socket-reader.js";
 
 export interface PortRange {
   first: number;
@@ -24,7 +25,7 @@ export class PortsExhausted extends Error {
 export class SessionManager {
   private readonly sessions = new Map<string, ProxySession>();
   private readonly starting = new Map<string, Promise<ProxySession>>();
-  private readonly devices = new Map<string, Socket>();
+  private readonly devices = new Map<string, SocketReader>();
   private readonly used = new Set<number>();
   private next: number;
   /** Bytes of sessions that have stopped, for the metrics total. */
@@ -86,21 +87,21 @@ export class SessionManager {
   }
 
   /** A device has sent its serial line; a second connection with the same serial replaces the first. */
-  deviceConnected(serial: string, socket: Socket): void {
+  deviceConnected(serial: string, device: SocketReader): void {
     const old = this.devices.get(serial);
-    this.devices.set(serial, socket);
-    socket.once("close", () => {
-      if (this.devices.get(serial) === socket) this.devices.delete(serial);
+    this.devices.set(serial, device);
+    device.socket.once("close", () => {
+      if (this.devices.get(serial) === device) this.devices.delete(serial);
     });
     const session = this.sessions.get(serial);
-    if (session) session.attachDevice(socket);
-    else old?.destroy();
+    if (session) session.attachDevice(device);
+    else old?.socket.destroy();
     if (old) this.logger.info({ serial }, "proxy device connection replaced");
   }
 
   close(): void {
     for (const s of [...this.sessions.values()]) s.stop("shutdown");
-    for (const d of this.devices.values()) d.destroy();
+    for (const d of this.devices.values()) d.socket.destroy();
     this.devices.clear();
   }
 
@@ -119,9 +120,9 @@ export class SessionManager {
   }
 
   /** The device's connection, unless a stopped session is closing it. */
-  private liveDevice(serial: string): Socket | undefined {
+  private liveDevice(serial: string): SocketReader | undefined {
     const device = this.devices.get(serial);
-    return device && !device.destroyed && !device.writableEnded ? device : undefined;
+    return device && !device.socket.destroyed && !device.socket.writableEnded ? device : undefined;
   }
 
   private stopped(session: ProxySession, reason: StopReason): void {
@@ -153,10 +154,14 @@ export class SessionManager {
   }
 }
 
-/** A listening server on `port`, or undefined when the port is taken. */
+/**
+ * A listening server on `port`, or undefined when the port is taken. Its
+ * connections arrive paused, unread, which lets SocketReader give them pooled
+ * read buffers.
+ */
 function listen(port: number, host: string | undefined): Promise<Server | undefined> {
   return new Promise((resolve, reject) => {
-    const server = createServer();
+    const server = createServer({ pauseOnConnect: true });
     const onError = (err: NodeJS.ErrnoException): void => {
       if (err.code === "EADDRINUSE" || err.code === "EACCES") resolve(undefined);
       else reject(err);

@@ -1,6 +1,7 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sharedReadBuffers } from "../../src/proxy/socket-reader.js";
 import { json } from "../support/http.js";
 import { device, open, startProxyDms, waitFor, type ProxyTestDms } from "./support.js";
 
@@ -78,6 +79,13 @@ describe("backpressure", () => {
       expect(peakBuffers - base.arrayBuffers).toBeLessThan(16 * MiB);
       expect(peakRss - base.rss).toBeLessThan(64 * MiB);
       await t.control("/off", { serial: "SN1" });
+      // Both connections closed: every large read buffer is back in the shared budget.
+      dev.destroy();
+      client.destroy();
+      await waitFor(
+        () => sharedReadBuffers.stats.largeInUse === 0,
+        () => `large read buffers still out: ${JSON.stringify(sharedReadBuffers.stats)}`,
+      );
     },
   );
 });
