@@ -62,3 +62,8 @@ console.log(
   `engine ${rate(engineMs)} obs/s, decode-only ${rate(decodeMs)} obs/s, ratio ${(decodeMs / engineMs).toFixed(2)}; ` +
     `CPU time: engine ${rate(engineCpu)} obs/s, decode-only ${rate(decodeCpu)} obs/s, ratio ${(decodeCpu / engineCpu).toFixed(2)}`,
 );
+const gc = (globalThis as { gc?: () => void }).gc;
+if (gc) {
+  gc();
+  console.log(`heap after a full GC: ${Math.round(process.memoryUsage().heapUsed / 2 ** 20)} MiB`);
+}

@@ -21,7 +21,7 @@ import {
 import { migrations } from "../../src/migrations.js";
 import { ObservationStore } from "../../src/observations/index.js";
 import type { Rule } from "../../src/rules/index.js";
-import { openDatabase } from "../../src/store/index.js";
+import { openDatabase, startCheckpointer } from "../../src/store/index.js";
 import { createTopic, startKafka } from "../../test/support/kafka.js";
 import { fmt, header, table, writeSection } from "../engine/report.js";
 import { workload } from "../engine/workload.js";
@@ -147,6 +147,8 @@ async function engineRun(
 ) {
   const dir = mkdtempSync(join(tmpdir(), "dms-bench-kafka-"));
   const db = openDatabase({ dataDir: dir, migrations });
+  // As the service runs the engine: WAL checkpoints on their own thread.
+  const checkpointer = startCheckpointer(db);
   const engine = new RuleEngine({
     resolveThing,
     state: durable ? new SqliteStateStore(db) : new MemoryStateStore(),
@@ -173,6 +175,7 @@ async function engineRun(
   onReady();
   while (!until() && !(consumeTopic === topic && seen >= N)) await new Promise((r) => setTimeout(r, 20));
   await source.stop();
+  await checkpointer.stop();
   db.close();
   rmSync(dir, { recursive: true, force: true });
   return { rate: seen / ((last - first) / 1000) };

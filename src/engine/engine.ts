@@ -11,7 +11,6 @@ import {
   type CompiledRule,
   type CompileOptions,
 } from "./compile/index.js";
-import { JsonDecoder } from "./decode.js";
 import { MAX_DEAD_LETTER_PAYLOAD, type DeadLetter, type DeadLetterReason } from "./dead-letters.js";
 import type { StateStore, ThingState, ThresholdState } from "./state.js";
 import type { ThingInfo, ThingResolver } from "./things.js";
@@ -130,7 +129,6 @@ export class RuleEngine {
   private readonly runtimes = new Map<string, Runtime>();
   private readonly unknown = new Set<string>();
   private readonly ctx = new EvalContext();
-  private readonly decoder = new JsonDecoder();
   private readonly matched: CompiledRule[] = [];
   /**
    * Threshold entries pruned from one thing, reused for the next match anywhere: a match
@@ -340,7 +338,7 @@ export class RuleEngine {
     const v = raw.value;
     if (v instanceof Uint8Array || typeof v === "string") {
       try {
-        doc = typeof v === "string" ? JSON.parse(v) : this.decoder.decode(v);
+        doc = JSON.parse(typeof v === "string" ? v : utf8(v));
       } catch {
         return this.reject(raw, index, "not-json", "the message is not JSON", now, work);
       }
@@ -779,4 +777,8 @@ function payloadText(value: RawObservation["value"]): string | undefined {
     }
   }
   return text.length > MAX_DEAD_LETTER_PAYLOAD ? text.slice(0, MAX_DEAD_LETTER_PAYLOAD) : text;
+}
+
+function utf8(v: Uint8Array): string {
+  return Buffer.isBuffer(v) ? v.toString("utf8") : Buffer.from(v.buffer, v.byteOffset, v.length).toString("utf8");
 }

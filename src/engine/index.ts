@@ -12,7 +12,6 @@ export {
   type ExpressionMode,
 } from "./compile/index.js";
 export { evaluateRule, type DryRunInput, type DryRunResult } from "./evaluate.js";
-export { JsonDecoder } from "./decode.js";
 export { RuleEngine, type BatchResult, type EngineOptions, type Rejected } from "./engine.js";
 export { MemoryStateStore, SqliteStateStore, stateMigrations } from "./state/index.js";
 export {
