@@ -382,6 +382,19 @@ export class RuleEngine {
     if (state === null || typeof state !== "object" || Array.isArray(state)) {
       return this.reject(raw, index, "invalid-observation", "state is an object", now, work, thingName, domain);
     }
+    // JSON.parse makes "__proto__" an own key; merged into the thing's state it would replace that object's prototype.
+    if (Object.hasOwn(state, "__proto__")) {
+      return this.reject(
+        raw,
+        index,
+        "invalid-observation",
+        "__proto__ is not a resource",
+        now,
+        work,
+        thingName,
+        domain,
+      );
+    }
     const nested = o.nested;
     if (nested !== undefined && !validNested(nested)) {
       return this.reject(
@@ -479,8 +492,7 @@ export class RuleEngine {
     if (st.thresholds !== undefined && st.thresholds.length > 0) this.prune(st.thresholds, seq, now);
 
     // Merge after evaluating: expressions saw the state before this observation.
-    const ts = st.state;
-    for (const k in os) ts[k] = os[k];
+    Object.assign(st.state, os);
     if (nested !== undefined) st.nested = mergeNested(st.nested, nested);
     st.timestamp = p.timestamp;
     if (p.hasCur) {
@@ -689,6 +701,7 @@ function validNested(value: unknown): boolean {
     if (type !== undefined && typeof type !== "string") return false;
     if (id !== undefined && typeof id !== "string") return false;
     if (state === null || typeof state !== "object" || Array.isArray(state)) return false;
+    if (Object.hasOwn(state, "__proto__")) return false;
   }
   return true;
 }

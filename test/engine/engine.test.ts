@@ -274,6 +274,10 @@ describe("bad messages go to dead letters; the ones around them are evaluated", 
       { value: { thingName: "t1", timestamp: 1, state: { temp: "hot" } }, position: { source: "http" } },
       { value: { thingName: "t1", timestamp: 1, state: { latlng: "north" } }, position: { source: "http" } },
       { value: { timestamp: 1, state: {} }, position: { source: "http" } },
+      {
+        value: Buffer.from('{"thingName":"t1","timestamp":1,"state":{"__proto__":{"temp":99}}}'),
+        position: { source: "kafka:test", partition: 0, offset: "1003" },
+      },
       good,
     ];
     const result = await engine.handle(batch);
@@ -287,6 +291,7 @@ describe("bad messages go to dead letters; the ones around them are evaluated", 
       [6, "wrong-type"],
       [7, "wrong-type"],
       [8, "missing-thing-name"],
+      [9, "invalid-observation"],
     ]);
     expect(result.accepted).toBe(1);
     expect(sink.actions).toHaveLength(1);

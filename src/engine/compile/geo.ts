@@ -94,9 +94,12 @@ function decimalAt(s: string, i: number, stop: number): number {
   }
   if (digits === 0 || digits > 15 || scale === 0 || (stop >= 0 && i >= s.length)) return NaN;
   scanEnd = i;
-  const v = scale > 0 ? mantissa / 10 ** scale : mantissa;
+  const v = scale > 0 ? mantissa / POW10[scale]! : mantissa;
   return negative ? -v : v;
 }
+
+/** 10^0 .. 10^15, all exact doubles. */
+const POW10 = Array.from({ length: 16 }, (_, k) => 10 ** k);
 
 /** The centre of a geohash cell, as Elasticsearch reads a geohash geo_point. */
 function decodeGeohash(hash: string, out: LonLat): boolean {
