@@ -20,6 +20,8 @@ import { connect, createServer, type Socket } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { Tokens } from "../../src/auth/index.js";
 import { freePortRange } from "../../test/support/ports.js";
 import { writeSection } from "../results.js";
@@ -110,6 +112,17 @@ interface Rounds {
   proxyCpuSeconds: number;
 }
 
+/**
+ * A full GC and a short pause before each transfer: the first transfer of a round left a GiB of
+ * read buffers behind, and collecting them during the second made whichever ran second 10-20 %
+ * slower (docs/proxy.md). Both transfers now start from the same clean heap.
+ */
+async function settle(): Promise<void> {
+  setFlagsFromString("--expose-gc");
+  (runInNewContext("gc") as () => void)();
+  await sleep(200);
+}
+
 async function throughputRounds(proxy: Proxy): Promise<Rounds> {
   await directRun(WARM_UP_BYTES);
   await proxiedRun(proxy, WARM_UP_BYTES);
@@ -127,8 +140,10 @@ async function throughputRounds(proxy: Proxy): Promise<Rounds> {
   };
   for (let r = 0; r < ROUNDS; r++) {
     const directFirst = r % 2 === 0;
-    for (const measure of directFirst ? [measureDirect, measureProxied] : [measureProxied, measureDirect])
+    for (const measure of directFirst ? [measureDirect, measureProxied] : [measureProxied, measureDirect]) {
+      await settle();
       await measure();
+    }
     const [d, p] = [rounds.direct[r]!, rounds.proxied[r]!];
     rounds.ratios.push(d / p);
     console.log(
