@@ -217,6 +217,17 @@ export class RuleEngine {
     });
   }
 
+  /**
+   * A batch failed after its evaluation (the sink refused its actions, a write failed): memory
+   * counted observations that the durable state has not, and the source will hand the batch
+   * over again. Going back to the durable state makes that a fresh evaluation, not a replay
+   * whose actions would never be made.
+   */
+  private rewind(): void {
+    this.options.state.reload?.();
+    this.forgetThing();
+  }
+
   /** A thing, its type or a domain changed in the registry: resolve it again on its next observation. */
   forgetThing(thingName?: string): void {
     if (thingName === undefined) {
@@ -248,10 +259,15 @@ export class RuleEngine {
     // (the larger part of a batch's cost) need not come before it. A crash in between replays the
     // batch: the state was not flushed, so it is evaluated and stored again, and the outbox drops
     // the actions it already has by their idempotency keys.
-    if (work.actions.length > 0) await this.options.sink.accept(work.actions);
-    this.options.observations?.insertBatch(work.stored);
-    this.options.deadLetters?.insertBatch(work.deadLetters);
-    await this.options.state.flush(work.changed);
+    try {
+      if (work.actions.length > 0) await this.options.sink.accept(work.actions);
+      this.options.observations?.insertBatch(work.stored);
+      this.options.deadLetters?.insertBatch(work.deadLetters);
+      await this.options.state.flush(work.changed);
+    } catch (err) {
+      this.rewind();
+      throw err;
+    }
     const result: BatchResult = {
       accepted: work.accepted,
       rejected: work.rejected,

@@ -54,4 +54,10 @@ export interface StateStore {
    * set of the store's) and whatever `dropRule` changed.
    */
   flush(changed: readonly ThingState[]): Promise<void> | void;
+  /**
+   * Drops what is in memory and reads the durable state again: after a batch failed
+   * between its evaluation and its flush, memory holds counts and positions the
+   * durable state (and so a replay) does not. Absent where memory is all there is.
+   */
+  reload?(): void;
 }

@@ -346,6 +346,37 @@ describe("persistence", () => {
     third.close();
   });
 
+  it("a batch whose actions the sink refused is evaluated afresh when it comes again, not skipped as a replay", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "dms-engine-"));
+    dirs.push(dir);
+    const store = db(dir);
+    let refuse = true;
+    const accepted: string[] = [];
+    const engine = new RuleEngine({
+      resolveThing: (name) => THINGS[name],
+      state: new SqliteStateStore(store),
+      sink: {
+        accept: async (actions) => {
+          if (refuse) throw new Error("outbox unavailable");
+          accepted.push(...actions.map((a) => a.idempotencyKey));
+        },
+      },
+    });
+    engine.load([makeRule("r", [hot], { count: 2, interval: 0 })]);
+    await engine.handle([obs("t1", { temp: 31 })]);
+    const batch = [obs("t1", { temp: 32 })];
+    await expect(engine.handle(batch)).rejects.toThrow("outbox unavailable");
+    // The source hands the same messages over again (Kafka did not commit them).
+    refuse = false;
+    await engine.handle(batch);
+    expect(accepted).toHaveLength(1);
+    expect(engine.thingState("t1")!.seq).toBe(2);
+    // Counted once: the next match starts a new count rather than firing again.
+    await engine.handle([obs("t1", { temp: 33 })]);
+    expect(accepted).toHaveLength(1);
+    store.close();
+  });
+
   it("a replayed Kafka observation the state already holds is not counted again", async () => {
     const { engine, sink } = setup();
     engine.load([makeRule("r", [hot], { count: 2, interval: 0 })]);

@@ -45,7 +45,17 @@ export class SqliteStateStore extends MemoryStateStore {
        ON CONFLICT(thing_name) DO UPDATE SET ts = excluded.ts, seq = excluded.seq, last_source = excluded.last_source,
          last_offset = excluded.last_offset, doc = excluded.doc`,
     );
-    for (const r of db.prepare<[], ThingRow>("SELECT * FROM engine_thing_state").iterate()) {
+    this.load();
+  }
+
+  reload(): void {
+    this.things.clear();
+    this.dirty.clear();
+    this.load();
+  }
+
+  private load(): void {
+    for (const r of this.db.prepare<[], ThingRow>("SELECT * FROM engine_thing_state").iterate()) {
       const doc = JSON.parse(r.doc) as Pick<ThingState, "state" | "nested" | "thresholds">;
       const state: ThingState = { thingName: r.thing_name, timestamp: r.ts, state: doc.state, seq: r.seq };
       if (doc.nested) state.nested = doc.nested;
