@@ -2,6 +2,10 @@
  * The engine pass of bench/engine alone, for profiling:
  *   node --cpu-prof --cpu-prof-dir=/tmp/prof --import tsx bench/engine/profile.ts [observations]
  * then `npx tsx bench/engine/top.ts /tmp/prof/<file>.cpuprofile` for self time by function and line.
+ * Prints the engine's rate against JSON.parse over the same chunks, by wall and by CPU time (the
+ * latter steadier on a shared machine). RULES=0 runs the engine without rules (decode, checks and
+ * state alone); `--expose-gc` adds the heap after a full GC. For an A/B, run it in two worktrees
+ * alternately.
  */
 import { performance } from "node:perf_hooks";
 import type { TriggeredAction } from "../../src/actions/index.js";
