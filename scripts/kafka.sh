@@ -50,13 +50,10 @@ die() {
   log "$*"
   exit 1
 }
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # --- broker probes -------------------------------------------------------------------------------
-
-# True while something accepts TCP connections on the port (cheap, no JVM/node start-up).
-port_open() {
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
 
 # True when the broker answers a real metadata request (an open port alone can be a broker that is
 # still starting, or some other program). With "groups" it must also answer for consumer groups:
@@ -65,14 +62,6 @@ port_open() {
 broker_answers() {
   port_open "$KAFKA_PORT" || return 1
   timeout 15 node "$REPO_ROOT/scripts/kafka-probe.mjs" "$BROKERS" ${1:+"--$1"} >/dev/null 2>&1
-}
-
-# PID from our pid file if that process is still alive.
-running_pid() {
-  [[ -f "$PID_FILE" ]] || return 1
-  local pid
-  pid="$(cat "$PID_FILE")"
-  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && echo "$pid"
 }
 
 # --- jars ----------------------------------------------------------------------------------------
@@ -201,19 +190,8 @@ cmd_status() {
 cmd_stop() {
   local pid
   if pid="$(running_pid)"; then
-    log "stopping broker pid $pid"
-    kill -TERM "$pid" 2>/dev/null || true
     # A clean shutdown flushes and closes the log segments, which takes a few seconds.
-    local waited=0
-    while kill -0 "$pid" 2>/dev/null && ((waited < KAFKA_STOP_TIMEOUT * 10)); do
-      sleep 0.1
-      waited=$((waited + 1))
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      log "broker did not stop in ${KAFKA_STOP_TIMEOUT}s, killing it"
-      kill -KILL "$pid" 2>/dev/null || true
-      while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-    fi
+    stop_pid "$pid" "$KAFKA_STOP_TIMEOUT" broker
   else
     log "no broker of ours running on $BROKERS"
   fi
@@ -285,22 +263,4 @@ cmd_start() {
   die "broker did not answer on $BROKERS within ${KAFKA_START_TIMEOUT}s (logs above, state dir $KAFKA_STATE_DIR)"
 }
 
-main() {
-  local cmd="${1:-}"
-  case "$cmd" in
-    start | stop)
-      # One start/stop at a time per port: concurrent test runs would otherwise both see "not
-      # running" and race to format the same state dir.
-      exec 9>"/tmp/dms-kafka-$KAFKA_PORT.lock"
-      flock -w $((KAFKA_START_TIMEOUT + KAFKA_STOP_TIMEOUT + 60)) 9 || die "timed out waiting for the lock"
-      "cmd_$cmd"
-      ;;
-    status) cmd_status ;;
-    *)
-      echo "usage: $0 start|stop|status" >&2
-      exit 2
-      ;;
-  esac
-}
-
-main "$@"
+dispatch "/tmp/dms-kafka-$KAFKA_PORT.lock" $((KAFKA_START_TIMEOUT + KAFKA_STOP_TIMEOUT + 60)) "$@"

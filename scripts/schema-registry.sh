@@ -49,12 +49,10 @@ die() {
   log "$*"
   exit 1
 }
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # --- probes --------------------------------------------------------------------------------------
-
-port_open() {
-  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
-}
 
 # Body of a GET, or failure on a non-2xx answer. curl when there is one, else the repo's node.
 http_get() {
@@ -75,13 +73,6 @@ registry_answers() {
   local body
   body="$(http_get "$REGISTRY_URL/subjects" 2>/dev/null)" || return 1
   [[ "$body" == \[* ]]
-}
-
-running_pid() {
-  [[ -f "$PID_FILE" ]] || return 1
-  local pid
-  pid="$(cat "$PID_FILE")"
-  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && echo "$pid"
 }
 
 # --- application ---------------------------------------------------------------------------------
@@ -200,18 +191,7 @@ cmd_status() {
 cmd_stop() {
   local pid
   if pid="$(running_pid)"; then
-    log "stopping registry pid $pid"
-    kill -TERM "$pid" 2>/dev/null || true
-    local waited=0
-    while kill -0 "$pid" 2>/dev/null && ((waited < SCHEMA_REGISTRY_STOP_TIMEOUT * 10)); do
-      sleep 0.1
-      waited=$((waited + 1))
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      log "registry did not stop in ${SCHEMA_REGISTRY_STOP_TIMEOUT}s, killing it"
-      kill -KILL "$pid" 2>/dev/null || true
-      while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
-    fi
+    stop_pid "$pid" "$SCHEMA_REGISTRY_STOP_TIMEOUT" registry
     harvest_cds_archive
   else
     log "no registry of ours running on $BASE_URL"
@@ -266,22 +246,4 @@ cmd_start() {
   die "registry did not answer on $REGISTRY_URL within ${SCHEMA_REGISTRY_START_TIMEOUT}s (log above, state dir $SCHEMA_REGISTRY_STATE_DIR)"
 }
 
-main() {
-  local cmd="${1:-}"
-  case "$cmd" in
-    start | stop)
-      # One start/stop at a time per port: concurrent test runs would otherwise both see "not
-      # running" and race to start two registries on one port.
-      exec 9>"/tmp/dms-schema-registry-$SCHEMA_REGISTRY_PORT.lock"
-      flock -w $((SCHEMA_REGISTRY_START_TIMEOUT + SCHEMA_REGISTRY_STOP_TIMEOUT + 120)) 9 || die "timed out waiting for the lock"
-      "cmd_$cmd"
-      ;;
-    status) cmd_status ;;
-    *)
-      echo "usage: $0 start|stop|status" >&2
-      exit 2
-      ;;
-  esac
-}
-
-main "$@"
+dispatch "/tmp/dms-schema-registry-$SCHEMA_REGISTRY_PORT.lock" $((SCHEMA_REGISTRY_START_TIMEOUT + SCHEMA_REGISTRY_STOP_TIMEOUT + 120)) "$@"
