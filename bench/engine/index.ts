@@ -26,7 +26,7 @@ import { ObservationStore } from "../../src/observations/index.js";
 import type { ExpressionItem, Poi, Rule } from "../../src/rules/index.js";
 import { openDatabase, startCheckpointer } from "../../src/store/index.js";
 import { fmt, header, table, writeSection } from "./report.js";
-import { workload, type Workload } from "./workload.js";
+import { thingResolver, workload, type Workload } from "./workload.js";
 
 const N = Number(process.argv[2] ?? 2_000_000);
 const CHUNK = 5_000;
@@ -48,18 +48,7 @@ async function run(): Promise<void> {
     `workload: ${w.things.length} things, ${w.types.length} types, ${w.rules.length} rules; encoding ${fmt(N)} observations`,
   );
   const data = new Encoded(w, N);
-  const infos = new Map<string, ThingInfo>();
-  const noChecks = new Map<string, (v: unknown) => boolean>();
-  for (const t of w.things) {
-    infos.set(t.thingName, {
-      thingName: t.thingName,
-      thingType: t.thingType,
-      domain: "root",
-      domains: new Set(["root"]),
-      checks: noChecks,
-    });
-  }
-  const resolveThing = (name: string): ThingInfo | undefined => infos.get(name);
+  const resolveThing = thingResolver(w.things);
 
   // (a) the ceiling (JSON.parse and nothing else) and the engine, interleaved chunk by chunk: this
   // machine is shared, and its load moves; interleaving puts both under the same load.

@@ -9,23 +9,16 @@
  */
 import { performance } from "node:perf_hooks";
 import type { TriggeredAction } from "../../src/actions/index.js";
-import { MemoryStateStore, RuleEngine, type RawObservation, type ThingInfo } from "../../src/engine/index.js";
-import { workload } from "./workload.js";
+import { MemoryStateStore, RuleEngine, type RawObservation } from "../../src/engine/index.js";
+import { thingResolver, workload } from "./workload.js";
 
 const N = Number(process.argv[2] ?? 500_000);
 const CHUNK = 5_000;
 const w = workload();
 const messages: Buffer[] = [];
 for (let i = 0; i < N; i++) messages.push(Buffer.from(w.message(i)));
-const checks = new Map<string, (v: unknown) => boolean>();
-const infos = new Map<string, ThingInfo>(
-  w.things.map((t) => [
-    t.thingName,
-    { thingName: t.thingName, thingType: t.thingType, domain: "root", domains: new Set(["root"]), checks },
-  ]),
-);
 const engine = new RuleEngine({
-  resolveThing: (name) => infos.get(name),
+  resolveThing: thingResolver(w.things),
   state: new MemoryStateStore(),
   sink: { accept: async (_: readonly TriggeredAction[]): Promise<void> => {} },
   clock: () => 1_763_000_000_000,

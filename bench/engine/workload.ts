@@ -1,3 +1,4 @@
+import type { ThingInfo, ThingResolver } from "../../src/engine/index.js";
 import type { Rule } from "../../src/rules/index.js";
 
 /** mulberry32: a small seeded generator, so every run sees the same workload. */
@@ -63,6 +64,16 @@ export function workload(
       return `{"thingName":"${thing.thingName}","timestamp":${1_763_000_000_000 + i},"state":{"temp":${Math.floor(m() * 1000)},"hum":${Math.floor(m() * 1000)},"press":${Math.floor(m() * 1000)},"status":"${STATUSES[Math.floor(m() * STATUSES.length)]}","latlng":"${lat},${lon}"}}`;
     },
   };
+}
+
+/** The engine's view of the workload's things: all in domain root, no resource type checks. */
+export function thingResolver(things: readonly { thingName: string; thingType: string }[]): ThingResolver {
+  const checks = new Map<string, (v: unknown) => boolean>();
+  const infos = new Map<string, ThingInfo>();
+  for (const { thingName, thingType } of things) {
+    infos.set(thingName, { thingName, thingType, domain: "root", domains: new Set(["root"]), checks });
+  }
+  return (name) => infos.get(name);
 }
 
 function thingIndex(seed: number, i: number, n: number): number {

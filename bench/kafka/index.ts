@@ -16,7 +16,6 @@ import {
   MemoryStateStore,
   RuleEngine,
   SqliteStateStore,
-  type ThingInfo,
 } from "../../src/engine/index.js";
 import { migrations } from "../../src/migrations.js";
 import { ObservationStore } from "../../src/observations/index.js";
@@ -24,7 +23,7 @@ import type { Rule } from "../../src/rules/index.js";
 import { openDatabase, startCheckpointer } from "../../src/store/index.js";
 import { createTopic, startKafka } from "../../test/support/kafka.js";
 import { fmt, header, table, writeSection } from "../engine/report.js";
-import { workload } from "../engine/workload.js";
+import { thingResolver, workload } from "../engine/workload.js";
 
 const N = Number(process.argv[2] ?? 300_000);
 const PARTITIONS = 6;
@@ -41,24 +40,8 @@ const topic = `bench-observations-${run}`;
 await createTopic(brokers, topic, PARTITIONS);
 
 const w = workload({ thingsPerType: 100 });
-const infos = new Map<string, ThingInfo>();
-for (const t of w.things) {
-  infos.set(t.thingName, {
-    thingName: t.thingName,
-    thingType: t.thingType,
-    domain: "root",
-    domains: new Set(["root"]),
-    checks: new Map(),
-  });
-}
-infos.set("latency", {
-  thingName: "latency",
-  thingType: "LAT",
-  domain: "root",
-  domains: new Set(["root"]),
-  checks: new Map(),
-});
-const resolveThing = (name: string): ThingInfo | undefined => infos.get(name);
+// The latency probes come from one thing of their own type.
+const resolveThing = thingResolver([...w.things, { thingName: "latency", thingType: "LAT" }]);
 
 const producer = kafka.producer({ allowAutoTopicCreation: false });
 await producer.connect();
