@@ -1,18 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Rule } from "../../src/rules/index.js";
 import { startTestDms, type TestDms } from "../support/dms.js";
 import { json } from "../support/http.js";
-import { CollectingSink } from "./support.js";
-
-const rule: Rule = {
-  id: "hot",
-  name: "hot",
-  enabled: true,
-  filter: { domain: "acme", thingType: "10" },
-  expression: [{ operator: "gt", resource: "temp", value: 30 }],
-  threshold: { count: 1, interval: 0 },
-  actions: [{ type: "EVENT", config: { classification: "ALARM", message: "hot" } }],
-};
+import { CollectingSink, hot as rule } from "./support.js";
 
 let t: TestDms;
 const sink = new CollectingSink();
