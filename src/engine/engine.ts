@@ -550,14 +550,11 @@ export class RuleEngine {
         }
       }
       if (th === undefined) {
-        th = this.spareThresholds.pop();
-        if (th === undefined) th = { ruleId: rule.id, count: 0, lastFiredAt: 0, lastSeq: -1 };
-        else {
-          th.ruleId = rule.id;
-          th.count = 0;
-          th.lastFiredAt = 0;
-          th.lastSeq = -1;
-        }
+        th = this.spareThresholds.pop() ?? { ruleId: "", count: 0, lastFiredAt: 0, lastSeq: -1 };
+        th.ruleId = rule.id;
+        th.count = 0;
+        th.lastFiredAt = 0;
+        th.lastSeq = -1;
         list.push(th);
       }
       // Consecutive: the previous observation of this thing matched too; anything else started over.
