@@ -136,19 +136,23 @@ export class ProxySession {
     socket.once("close", () => this.detached(side));
   }
 
-  private readonly fromDevice: ChunkReceiver = (chunk, release) => {
-    const peer = this.client;
-    if (peer === undefined) return release(); // persistent and alone: discarded
-    this.transferred += chunk.length;
-    if (!peer.socket.write(chunk, release)) this.device?.pause();
-  };
+  private readonly fromDevice: ChunkReceiver = (chunk, release) =>
+    this.forward(chunk, release, this.device, this.client);
 
-  private readonly fromClient: ChunkReceiver = (chunk, release) => {
-    const peer = this.device;
-    if (peer === undefined) return release();
+  private readonly fromClient: ChunkReceiver = (chunk, release) =>
+    this.forward(chunk, release, this.client, this.device);
+
+  /** One read of `from` to `to`; `from` stops reading while `to` has more queued than it takes. */
+  private forward(
+    chunk: Buffer,
+    release: () => void,
+    from: SocketReader | undefined,
+    to: SocketReader | undefined,
+  ): void {
+    if (to === undefined) return release(); // persistent and alone: discarded
     this.transferred += chunk.length;
-    if (!peer.socket.write(chunk, release)) this.client?.pause();
-  };
+    if (!to.socket.write(chunk, release)) from?.pause();
+  }
 
   /** The device may read when the client takes more, or when it is alone and discarding. */
   private readonly resumeDevice = (): void => {
