@@ -33,6 +33,9 @@ export function startCheckpointer(db: Db, intervalMs = 500): Checkpointer {
   worker.on("error", () => db.pragma("wal_autocheckpoint = 1000"));
   return {
     async stop() {
+      // Referenced until it exits: with nothing else left to do, the process would otherwise end
+      // before the thread's exit, and before the caller's close of the database after it.
+      worker.ref();
       worker.postMessage("stop");
       await new Promise<void>((resolve) => {
         worker.once("exit", () => resolve());

@@ -1,6 +1,7 @@
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openDatabase, startCheckpointer, type Db } from "../../src/store/index.js";
 
@@ -46,5 +47,22 @@ describe("background WAL checkpoints", () => {
     expect((helped.db.prepare("SELECT count(*) AS n FROM t").get() as { n: number }).n).toBe(30 * PAGE_ROWS);
     await checkpointer.stop();
     helped.db.close();
+  });
+
+  it("stop() waits for the thread even when nothing else keeps the process running", () => {
+    const dir = mkdtempSync(join(tmpdir(), "dms-ckpt-"));
+    dirs.push(dir);
+    const script = join(dir, "stop.mts");
+    const store = resolve("src/store/index.ts");
+    writeFileSync(
+      script,
+      `import { openDatabase, startCheckpointer } from ${JSON.stringify(store)};
+const db = openDatabase({ dataDir: ${JSON.stringify(dir)}, migrations: [] });
+await startCheckpointer(db).stop();
+db.close();
+console.log("closed");`,
+    );
+    const run = spawnSync(process.execPath, ["--import", "tsx", script], { encoding: "utf8", timeout: 30_000 });
+    expect(run.stdout.trim()).toBe("closed");
   });
 });
