@@ -1,5 +1,6 @@
 import { actionsMigrations } from "./actions/index.js";
 import { authMigrations } from "./auth/index.js";
+import { busMigrations } from "./bus/index.js";
 import { filesMigrations } from "./files/index.js";
 import { eventsMigrations } from "./events/index.js";
 import { engineMigrations } from "./engine/index.js";
@@ -21,4 +22,5 @@ export const migrations: readonly Migration[] = [
   ...engineMigrations,
   ...exportMigrations,
   ...jobsMigrations,
+  ...busMigrations,
 ];

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { Outbox, realTimers, type Timers } from "./actions/index.js";
 import { createApp, routeModules, type Api, type Services } from "./api/index.js";
 import { Identity, Tokens, jwtSecret } from "./auth/index.js";
-import { EventBus } from "./bus/index.js";
+import { BusRelay, EventBus } from "./bus/index.js";
 import type { Config } from "./config/index.js";
 import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
 import { createEngineService } from "./engine/index.js";
@@ -61,6 +61,11 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const checkpointer =
     config.roles.has("engine") && config.DMS_DATA_DIR !== ":memory:" ? startCheckpointer(db) : undefined;
   const bus = new EventBus();
+  // Processes that share this database (roles split over processes) follow each other's changes
+  // through it; started before provisioning so that running processes see its changes too.
+  const relay =
+    config.DMS_DATA_DIR === ":memory:" ? undefined : new BusRelay({ db, bus, logger, pollMs: config.DMS_BUS_POLL_MS });
+  relay?.start();
   const identity = new Identity(db, bus);
   const registry = new ThingRegistry(db, bus, (id) => identity.domain(id) !== undefined);
   let publicUrl = config.DMS_PUBLIC_URL;
@@ -100,6 +105,8 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   });
   const documents = new JobDocuments(db, signer, clock);
   const jobs = new ThingJobs({ db, registry, bus, documents, clock, logger });
+  // On the bus, so that the MQTT bridge hears of jobs changed by the REST or scheduler process.
+  jobs.onPendingChanged((things) => bus.emit("jobs.pending", { things: [...things] }));
   const services: Services = {
     config,
     db,
@@ -174,7 +181,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
       jobs: {
         handle: (thingName, suffix, payload) => device.handle(thingName, suffix, payload),
         notifications: (thingName) => device.notifications(thingName),
-        onPendingChanged: (listener) => jobs.onPendingChanged(listener),
+        onPendingChanged: (listener) => bus.follow("jobs.pending", ({ things }) => listener(new Set(things))),
       },
       verifyThingSecret: (thingName, s) => registry.verifyThingSecret(thingName, s),
       bus,
@@ -208,6 +215,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
     search.close();
     jobs.close();
+    relay?.stop();
     await checkpointer?.stop();
     db.close();
   };

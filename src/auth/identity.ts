@@ -88,6 +88,10 @@ export class Identity implements DomainPaths {
     this.ensureRoot();
     this.reloadDomains();
     this.reloadApiKeys();
+    // Another process sharing the database changed them. Subscribed before anything else that
+    // follows domains (the search index reads the tree), so the tree is current when they run.
+    bus.follow("domain.changed", (_, remote) => remote && this.reloadDomains());
+    bus.follow("apiKey.changed", (_, remote) => remote && this.reloadApiKeys());
   }
 
   // ---- domains ----
@@ -316,6 +320,7 @@ export class Identity implements DomainPaths {
       .prepare("INSERT OR IGNORE INTO api_keys (id, key_hash, label, created_at) VALUES (?, ?, ?, ?)")
       .run(randomUUID(), hash, label, isoNow());
     this.reloadApiKeys();
+    this.bus.emit("apiKey.changed", { change: "created" });
     return this.db
       .prepare<[string], ApiKeyInfo>("SELECT id, label, created_at AS createdAt FROM api_keys WHERE key_hash = ?")
       .get(hash)!;
@@ -331,6 +336,7 @@ export class Identity implements DomainPaths {
     const { changes } = this.db.prepare("DELETE FROM api_keys WHERE id = ?").run(id);
     if (changes === 0) throw notFound("API_KEY_NOT_FOUND", `API key ${id}`, "id");
     this.reloadApiKeys();
+    this.bus.emit("apiKey.changed", { change: "deleted" });
   }
 
   private reloadApiKeys(): void {

@@ -39,6 +39,7 @@ const schema = z.object({
     .int()
     .min(1024)
     .default(4 * 1024 * 1024),
+  DMS_BUS_POLL_MS: z.coerce.number().int().min(10).max(10_000).default(200),
   DMS_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   KAFKA_BROKERS: z
     .string()

@@ -112,7 +112,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
       const errors = engine.load(deps.loadRules());
       for (const e of errors) logger.error(e, "rule does not compile; skipped");
       unsubscribe.push(
-        bus.on("rule.changed", ({ id, rule }) => {
+        bus.follow("rule.changed", ({ id, rule }) => {
           try {
             engine.apply(id, rule);
           } catch (err) {
@@ -120,12 +120,12 @@ export function createEngineService(deps: EngineDeps): EngineService {
             engine.apply(id, null);
           }
         }),
-        bus.on("thing.changed", ({ thingName }) => engine.forgetThing(thingName)),
-        bus.on("thingType.changed", ({ id }) => {
+        bus.follow("thing.changed", ({ thingName }) => engine.forgetThing(thingName)),
+        bus.follow("thingType.changed", ({ id }) => {
           checksByType.delete(id);
           engine.forgetThing();
         }),
-        bus.on("domain.changed", () => engine.forgetThing()),
+        bus.follow("domain.changed", () => engine.forgetThing()),
       );
       if (config.KAFKA_BROKERS) {
         kafka = new KafkaObservationSource({

@@ -103,6 +103,8 @@ export class ThingJobs {
     this.documents = options.documents;
     this.clock = options.clock;
     this.logger = options.logger;
+    // `on`, not `follow`: these write executions to the shared database, which the process that
+    // changed the registry does once for all.
     this.unsubscribe = [
       options.bus.on("thingGroup.membership", (e) =>
         this.guarded(e, () => (e.change === "added" ? this.thingAdded(e.groupId, e.thingName) : this.thingRemoved(e))),

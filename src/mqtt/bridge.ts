@@ -100,7 +100,7 @@ export class DeviceBridge {
         for (const t of things) this.notifyQueue.add(t);
         this.scheduleDrain();
       }),
-      bus.on("thing.changed", (e) => this.verified.delete(e.thingName)),
+      bus.follow("thing.changed", (e) => this.verified.delete(e.thingName)),
     );
     if (this.options.mqttUrl) await this.connectExternal(this.options.mqttUrl);
     else await this.listenEmbedded();

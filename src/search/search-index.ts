@@ -36,12 +36,12 @@ export class SearchIndex {
     this.rebuild();
     if (bus) {
       this.unsubscribe.push(
-        bus.on("domain.changed", ({ id, change }) => {
+        bus.follow("domain.changed", ({ id, change }) => {
           const domain = change === "deleted" ? undefined : this.sources.identity.domain(id);
           if (domain) this.putDomain(domain);
           else this.removeDomain(id);
         }),
-        bus.on("thingType.changed", ({ id, change }) => {
+        bus.follow("thingType.changed", ({ id, change }) => {
           const type = change === "deleted" ? undefined : this.sources.registry.thingType(id);
           if (type) this.putThingType(type);
           else this.removeThingType(id);
