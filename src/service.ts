@@ -9,7 +9,7 @@ import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { BusRelay, EventBus } from "./bus/index.js";
 import type { Config } from "./config/index.js";
 import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
-import { createEngineService } from "./engine/index.js";
+import { createEngineService, kafkaIngest } from "./engine/index.js";
 import { createMailer } from "./mail/index.js";
 import { DeviceJobs, JobDocuments, JobScheduler, ThingJobs } from "./jobs/index.js";
 import { migrations } from "./migrations.js";
@@ -80,7 +80,12 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const publisher = config.KAFKA_BROKERS
     ? kafkaPublisher(config.KAFKA_BROKERS, config.KAFKA_EVENTS_TOPIC, logger)
     : noPublisher;
-  // `ingest` is read at delivery time: the engine sets it once it runs.
+  // With Kafka, SET_RESOURCE and device observations go to the observations topic from every process,
+  // so the engine process owning the thing's partition evaluates them.
+  const observationsTopic = config.KAFKA_BROKERS
+    ? kafkaIngest(config.KAFKA_BROKERS, config.KAFKA_OBSERVATIONS_TOPIC, logger)
+    : undefined;
+  // `ingest` is read at delivery time: the topic's producer, or the engine's once it runs.
   const ingest = () => services.ingest;
   const actions = new Outbox({
     db,
@@ -135,6 +140,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     exports,
     clock,
     jobs,
+    ingest: observationsTopic?.ingest,
   };
   if (config.DMS_PROVISION) {
     await provisionFromFile(config.DMS_PROVISION, services);
@@ -145,6 +151,10 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     // Instant exports run in whichever process accepted them, so the runner stops with every process.
     { name: "export-runner", start: async () => {}, stop: () => exports.runner.stop() },
   ];
+  // First in, so last to stop: the actions and the MQTT bridge may still produce while they stop.
+  if (observationsTopic) {
+    components.unshift({ name: "observations-producer", start: async () => {}, stop: () => observationsTopic.close() });
+  }
   if (config.roles.has("scheduler")) components.push(exports.scheduler);
   if (config.roles.has("actions")) {
     components.push({
@@ -165,7 +175,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
       loadRules: () => ruleStore.all(),
     });
     services.engine = engine;
-    services.ingest = engine.ingest;
+    services.ingest ??= engine.ingest;
     components.push({ name: "engine", start: () => engine.start(), stop: () => engine.stop() });
   }
   if (config.roles.has("scheduler")) {
@@ -190,10 +200,14 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     });
     components.push(services.deviceBridge);
   }
-  if (services.deviceBridge && services.engine) {
-    const engine = services.engine;
+  // Device observations: to the topic with Kafka, else to this process's engine (none: not taken).
+  const engine = services.engine;
+  const takeDevice: ((thingName: string, items: unknown[]) => Promise<unknown>) | undefined = observationsTopic
+    ? (thingName, items) => observationsTopic.produce(thingName, items)
+    : engine && ((_thingName, items) => engine.submit(items, "mqtt"));
+  if (services.deviceBridge && takeDevice) {
     services.deviceBridge.onObservations((thingName, payload) => {
-      engine.submit(deviceObservations(thingName, payload), "mqtt").catch((err: unknown) => {
+      takeDevice(thingName, deviceObservations(thingName, payload)).catch((err: unknown) => {
         logger.error({ err, thingName }, "device observations not taken");
       });
     });
@@ -256,8 +270,9 @@ function listen(app: Api, hostname: string, port: number): Promise<ServerType> {
 /**
  * What a device published on `things/{thingName}/observations`: one
  * observation or an array. A device speaks only for itself, so the topic's
- * thing name wins; bytes that are not JSON go to the engine as they are and
- * end as a dead letter with the reason.
+ * thing name wins; bytes that are not JSON go to the engine (or the
+ * observations topic, keyed by the thing) as they are and end as a dead
+ * letter with the reason.
  */
 function deviceObservations(thingName: string, payload: Buffer): unknown[] {
   let parsed: unknown;

@@ -41,7 +41,10 @@ export interface ActionDeps {
   config: Config;
   logger: Logger;
   mailer: Mailer;
-  /** The engine's ingest, when this process runs one (SET_RESOURCE feeds back through it). */
+  /**
+   * Where SET_RESOURCE feeds back: the observations topic with Kafka, else this process's engine;
+   * undefined without either.
+   */
   ingest: () => ObservationIngest | undefined;
   events: EventStore;
   publisher: EventPublisher;

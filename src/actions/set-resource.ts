@@ -32,7 +32,10 @@ export const setResourceAction = defineAction<SetResourceConfig>({
   create: ({ ingest, timers }) => {
     return async ({ config: c, payload }) => {
       const feed = ingest();
-      if (!feed) throw new Error("no rule engine runs in this process to take the SET_RESOURCE change");
+      if (!feed)
+        throw new Error(
+          "no rule engine runs in this process and KAFKA_BROKERS is unset: nothing takes the SET_RESOURCE change",
+        );
       const { type, name } = splitResource(c.resource);
       const observation: Observation = { thingName: payload.thing.thingName, timestamp: timers.now(), state: {} };
       if (type === undefined) observation.state[name] = c.value;

@@ -47,7 +47,10 @@ export interface Services {
   events: EventStore;
   /** The rule engine, when this process runs the `engine` role. */
   engine?: EngineService;
-  /** Feeds observations into the engine from inside the service (MQTT bridge, SET_RESOURCE). */
+  /**
+   * Feeds SET_RESOURCE observations into the engine: the observations topic's producer when
+   * `KAFKA_BROKERS` is set (every process), else this process's engine when it runs one.
+   */
   ingest?: ObservationIngest;
   /** Where the engine hands triggered actions: the outbox (`actions`). */
   actionSink?: ActionSink;

@@ -39,7 +39,7 @@ export interface EngineService {
   deadLetters: DeadLetterStore;
   /** The embedded source: `POST /observations`. Resolves once stored and evaluated, with the rejects. */
   submit(items: readonly unknown[], source?: string): Promise<BatchResult>;
-  /** For the MQTT bridge and SET_RESOURCE. */
+  /** SET_RESOURCE without Kafka (with Kafka it goes to the observations topic). Resolves once stored and evaluated. */
   ingest: ObservationIngest;
   start(): Promise<void>;
   stop(): Promise<void>;

@@ -1,4 +1,4 @@
-import { Kafka, Partitioners, type Producer } from "kafkajs";
+import { topicProducer } from "../kafka/index.js";
 import type { Logger } from "../observability/index.js";
 import type { EventRecord } from "./store.js";
 
@@ -16,34 +16,9 @@ export const noPublisher: EventPublisher = { publish: async () => {}, close: asy
  * outbox retries the EVENT action (the store keeps the event once).
  */
 export function kafkaPublisher(brokers: string, topic: string, logger: Logger): EventPublisher {
-  const kafka = new Kafka({ clientId: "dms-events", brokers: brokers.split(","), logLevel: 1 });
-  let producer: Producer | undefined;
-  let connecting: Promise<Producer> | undefined;
-  const connected = (): Promise<Producer> => {
-    connecting ??= (async () => {
-      const p = kafka.producer({
-        allowAutoTopicCreation: true,
-        idempotent: true,
-        maxInFlightRequests: 1,
-        createPartitioner: Partitioners.DefaultPartitioner,
-      });
-      await p.connect();
-      producer = p;
-      logger.info({ topic }, "events producer connected");
-      return p;
-    })().catch((err: unknown) => {
-      connecting = undefined;
-      throw err;
-    });
-    return connecting;
-  };
+  const producer = topicProducer({ brokers, topic, clientId: "dms-events", logger, what: "events" });
   return {
-    publish: async (event) => {
-      const p = await connected();
-      await p.send({ topic, messages: [{ key: event.thingName, value: JSON.stringify(event) }] });
-    },
-    close: async () => {
-      await producer?.disconnect();
-    },
+    publish: (event) => producer.send([{ key: event.thingName, value: JSON.stringify(event) }]),
+    close: () => producer.close(),
   };
 }

@@ -1,0 +1,1 @@
+export { topicProducer, type TopicProducer, type TopicProducerOptions } from "./producer.js";
