@@ -4,6 +4,7 @@ import type { StoredObservationInput } from "../observations/index.js";
 import type { Rule } from "../rules/index.js";
 import {
   compileRule,
+  conditionsOf,
   EvalContext,
   readGeoPoint,
   RuleSet,
@@ -181,7 +182,7 @@ export class RuleEngine {
     const compiled = rule && rule.enabled ? compileRule(rule, this.options.compile) : undefined;
     if (compiled) this.rules.set(id, compiled);
     else this.rules.delete(id);
-    if (!rule || !before || conditions(before.rule) !== conditions(rule)) this.dropThresholds(id);
+    if (!rule || !before || conditionsOf(before.rule) !== conditionsOf(rule)) this.dropThresholds(id);
     if (before) this.rebuild(before.thingType);
     if (compiled && compiled.thingType !== before?.thingType) this.rebuild(compiled.thingType);
   }
@@ -226,6 +227,18 @@ export class RuleEngine {
   private rewind(): void {
     this.options.state.reload?.();
     this.forgetThing();
+  }
+
+  /**
+   * The source's partitions were handed out again (a Kafka rebalance): things this engine held
+   * may now be another's, and things another held may now be this one's. Between batches, memory
+   * is dropped, and each thing is read from the durable state when it is next seen, as the process
+   * that gave its partition up left it.
+   */
+  resync(): Promise<void> {
+    const run = this.queue.then(() => this.rewind());
+    this.queue = run.catch(() => undefined);
+    return run;
   }
 
   /** A thing, its type or a domain changed in the registry: resolve it again on its next observation. */
@@ -550,12 +563,22 @@ export class RuleEngine {
         }
       }
       if (th === undefined) {
-        th = this.spareThresholds.pop() ?? { ruleId: "", count: 0, lastFiredAt: 0, lastSeq: -1 };
+        th = this.spareThresholds.pop() ?? { ruleId: "", count: 0, lastFiredAt: 0, lastSeq: -1, version: 0 };
         th.ruleId = rule.id;
+        th.version = rule.version;
         th.count = 0;
         th.lastFiredAt = 0;
         th.lastSeq = -1;
         list.push(th);
+      } else if (th.version !== rule.version) {
+        // Counted under the rule's previous conditions (kept in the database while the rule changed).
+        // An entry from before versions existed has none: it stays, as it always has.
+        if (th.version !== undefined) {
+          th.count = 0;
+          th.lastFiredAt = 0;
+          th.lastSeq = -1;
+        }
+        th.version = rule.version;
       }
       // Consecutive: the previous observation of this thing matched too; anything else started over.
       th.count = th.lastSeq === seq - 1 ? th.count + 1 : 1;
@@ -691,11 +714,6 @@ export class RuleEngine {
   thingState(thingName: string): ThingState | undefined {
     return this.runtimes.get(thingName)?.state ?? this.options.state.thing(thingName);
   }
-}
-
-/** What a change must touch to restart a rule's thresholds: its conditions, not its name or actions. */
-function conditions(rule: Rule): string {
-  return JSON.stringify([rule.filter, rule.expression, rule.threshold]);
 }
 
 /** Epoch milliseconds, or -1 when absent or unreadable. */

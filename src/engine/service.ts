@@ -133,6 +133,12 @@ export function createEngineService(deps: EngineDeps): EngineService {
           topic: config.KAFKA_OBSERVATIONS_TOPIC,
           groupId: config.KAFKA_GROUP_ID,
           logger,
+          // Engines sharing this data directory hand things over through the state table.
+          onRebalance: () => {
+            engine
+              .resync()
+              .catch((err: unknown) => logger.error({ err }, "engine state not re-read after a rebalance"));
+          },
         });
         await kafka.start(async (batch) => {
           await timed(batch);

@@ -33,6 +33,8 @@ export interface ThresholdState {
   lastFiredAt: number;
   /** The thing's `seq` at the last match: a match at `lastSeq + 1` is consecutive. */
   lastSeq?: number;
+  /** The rule's conditions version (`CompiledRule.version`) this entry counts under. */
+  version?: number;
 }
 
 /**

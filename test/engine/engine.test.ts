@@ -377,6 +377,37 @@ describe("persistence", () => {
     store.close();
   });
 
+  it("after a resync a thing's state is read again from the table; a count made under changed conditions starts over", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "dms-engine-"));
+    dirs.push(dir);
+    const [mine, theirs] = [db(dir), db(dir)];
+    const rule = makeRule("r", [hot], { count: 3, interval: 0 });
+    const a = setup({ state: new SqliteStateStore(mine) });
+    const b = setup({ state: new SqliteStateStore(theirs) });
+    a.engine.load([rule]);
+    b.engine.load([rule]);
+    // b owned t1 and counted 2 of 3; then t1's partition came to a.
+    await b.engine.handle([obs("t1", { temp: 31 }), obs("t1", { temp: 32 })]);
+    await a.engine.resync();
+    expect(a.engine.thingState("t1")).toMatchObject({ seq: 2, state: { temp: 32 } });
+    await a.engine.handle([obs("t1", { temp: 33 })]);
+    expect(a.sink.actions).toHaveLength(1);
+
+    // Back to b (a rebalance resyncs every engine), 2 of 3 again; then the rule's conditions change
+    // in a while t1 sits only in the table.
+    await b.engine.resync();
+    await b.engine.handle([obs("t1", { temp: 34 }), obs("t1", { temp: 35 })]);
+    await a.engine.resync();
+    a.engine.apply("r", makeRule("r", [{ ...hot, value: 20 }], { count: 3, interval: 0 }));
+    await a.engine.handle([obs("t1", { temp: 36 })]);
+    expect(b.sink.actions).toHaveLength(0);
+    expect(a.sink.actions).toHaveLength(1);
+    await a.engine.handle([obs("t1", { temp: 37 }), obs("t1", { temp: 38 })]);
+    expect(a.sink.actions).toHaveLength(2);
+    mine.close();
+    theirs.close();
+  });
+
   it("a replayed Kafka observation the state already holds is not counted again", async () => {
     const { engine, sink } = setup();
     engine.load([makeRule("r", [hot], { count: 2, interval: 0 })]);

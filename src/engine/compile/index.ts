@@ -1,4 +1,11 @@
-export { compileRule, compileExpression, type CompiledRule, type CompileOptions, type Test } from "./rule.js";
+export {
+  compileRule,
+  compileExpression,
+  conditionsOf,
+  type CompiledRule,
+  type CompileOptions,
+  type Test,
+} from "./rule.js";
 export { RuleSet } from "./ruleset.js";
 export { EvalContext, UNTYPED, splitResource } from "./context.js";
 export { RuleCompileError } from "./errors.js";

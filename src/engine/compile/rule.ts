@@ -44,6 +44,12 @@ export interface CompiledRule {
   /** Consecutive matches needed, at least 1. */
   readonly count: number;
   readonly intervalMs: number;
+  /**
+   * A hash of the conditions (filter, expression, threshold): a threshold entry written under
+   * other conditions is no count of these. Entries carry it because a thing's state may sit in
+   * the database (another engine's, or not loaded since a rebalance) when the rule changes.
+   */
+  readonly version: number;
   readonly expressions: readonly CompiledExpression[];
   /** Every expression. */
   readonly test: Test;
@@ -61,6 +67,19 @@ export interface CompileOptions {
 }
 
 const POSITION = "latlng";
+
+/** What a change must touch to restart a rule's thresholds: its conditions, not its name or actions. */
+export function conditionsOf(rule: Rule): string {
+  return JSON.stringify([rule.filter, rule.expression, rule.threshold]);
+}
+
+/** FNV-1a over the conditions' text: 32 bits are plenty to tell one rule's versions apart. */
+function conditionsVersion(rule: Rule): number {
+  const text = conditionsOf(rule);
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
 const OPERATOR_SET: ReadonlySet<string> = new Set(OPERATORS);
 
 /**
@@ -93,6 +112,7 @@ export function compileRule(rule: Rule, options: CompileOptions = {}): CompiledR
     thingNames: rule.filter.thingNames?.length ? new Set(rule.filter.thingNames) : undefined,
     count: Math.max(1, Math.floor(count)),
     intervalMs: interval * 1000,
+    version: conditionsVersion(rule),
     expressions,
     test: all(expressions.map((e) => e.test)),
     index: indexed?.index,

@@ -13,6 +13,8 @@ export interface KafkaSourceOptions {
   /** Messages handed to the engine at once; the consumer heartbeats between chunks of a long batch. */
   chunkSize?: number;
   logger?: Logger;
+  /** Called each time the consumer (re)joins its group: its partitions may have changed hands. */
+  onRebalance?: () => void;
 }
 
 /**
@@ -38,7 +40,10 @@ export class KafkaObservationSource implements ObservationSource {
     const kafka = new Kafka({ clientId: this.options.clientId ?? "dms-engine", brokers, logLevel: logLevel.NOTHING });
     const consumer = kafka.consumer({ groupId, maxBytes: 10 * 1024 * 1024 });
     this.consumer = consumer;
-    consumer.on(consumer.events.GROUP_JOIN, () => this.joined());
+    consumer.on(consumer.events.GROUP_JOIN, () => {
+      this.options.onRebalance?.();
+      this.joined();
+    });
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: this.options.fromBeginning ?? true });
     const source = this.name;

@@ -32,11 +32,19 @@ interface ThingRow {
  * State kept in memory and written to SQLite on `flush`, which the engine
  * calls once per batch after the batch's actions are in the outbox and
  * before the source commits: a restart resumes half-reached counts and never
- * fires an interval early. Loaded whole at start; a scaled-out engine would
- * restore the same seam from a compacted changelog topic instead.
+ * fires an interval early.
+ *
+ * Loaded whole at start. After `reload` (a rebalance, a failed batch) memory
+ * is emptied and each thing is read from the table when it is next seen:
+ * engine processes sharing the data directory hand a partition's things over
+ * through the table, since the owner that gave the partition up flushed them
+ * before the group could rebalance.
  */
 export class SqliteStateStore extends MemoryStateStore {
   private readonly upsert;
+  private readonly select;
+  /** Memory holds every row (right after the load at start): a miss is a thing never seen. */
+  private complete = false;
 
   constructor(private readonly db: Db) {
     super();
@@ -45,27 +53,27 @@ export class SqliteStateStore extends MemoryStateStore {
        ON CONFLICT(thing_name) DO UPDATE SET ts = excluded.ts, seq = excluded.seq, last_source = excluded.last_source,
          last_offset = excluded.last_offset, doc = excluded.doc`,
     );
-    this.load();
+    this.select = db.prepare<[string], ThingRow>("SELECT * FROM engine_thing_state WHERE thing_name = ?");
+    for (const r of this.db.prepare<[], ThingRow>("SELECT * FROM engine_thing_state").iterate()) {
+      this.things.set(r.thing_name, fromRow(r));
+    }
+    this.complete = true;
+  }
+
+  override thing(thingName: string): ThingState | undefined {
+    const known = this.things.get(thingName);
+    if (known !== undefined || this.complete) return known;
+    const row = this.select.get(thingName);
+    if (row === undefined) return undefined;
+    const state = fromRow(row);
+    this.things.set(thingName, state);
+    return state;
   }
 
   reload(): void {
     this.things.clear();
     this.dirty.clear();
-    this.load();
-  }
-
-  private load(): void {
-    for (const r of this.db.prepare<[], ThingRow>("SELECT * FROM engine_thing_state").iterate()) {
-      const doc = JSON.parse(r.doc) as Pick<ThingState, "state" | "nested" | "thresholds">;
-      const state: ThingState = { thingName: r.thing_name, timestamp: r.ts, state: doc.state, seq: r.seq };
-      if (doc.nested) state.nested = doc.nested;
-      if (doc.thresholds) state.thresholds = doc.thresholds;
-      if (r.last_source !== null && r.last_offset !== null) {
-        state.lastSource = r.last_source;
-        state.lastOffset = r.last_offset;
-      }
-      this.things.set(r.thing_name, state);
-    }
+    this.complete = false;
   }
 
   override flush(changed: readonly ThingState[]): void {
@@ -92,4 +100,16 @@ export class SqliteStateStore extends MemoryStateStore {
       JSON.stringify(doc),
     );
   }
+}
+
+function fromRow(r: ThingRow): ThingState {
+  const doc = JSON.parse(r.doc) as Pick<ThingState, "state" | "nested" | "thresholds">;
+  const state: ThingState = { thingName: r.thing_name, timestamp: r.ts, state: doc.state, seq: r.seq };
+  if (doc.nested) state.nested = doc.nested;
+  if (doc.thresholds) state.thresholds = doc.thresholds;
+  if (r.last_source !== null && r.last_offset !== null) {
+    state.lastSource = r.last_source;
+    state.lastOffset = r.last_offset;
+  }
+  return state;
 }
