@@ -7,14 +7,15 @@
  * server and client in the direct one, so the generator's work is the same
  * and the ratio shows what the proxy hop costs.
  *
- * The machine is shared and noisy, so each round measures both, back to back,
- * alternating which goes first (direct then proxied, proxied then direct, ...)
- * after one untimed warm-up of each; the ratio reported is the median of the
- * per-round ratios, next to the medians of each.
+ * The machine is shared and noisy, so each round measures every transfer back
+ * to back, rotating which goes first, after one untimed warm-up of each; the
+ * ratio reported is the median of the per-round ratios, next to the medians of
+ * each. A C read/write forwarder (forwarder.c) is measured the same way as the
+ * reference: what any forwarder that copies costs on this machine.
  *
  *   npx tsx bench/proxy/index.ts [--gib 1] [--sessions 1000] [--rounds 5]
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { connect, createServer, type Socket } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -62,12 +63,21 @@ async function main(): Promise<void> {
   console.log(header.join("\n"));
 
   const proxy = await startProxy();
+  const reference = await startReference();
   try {
     const bytes = BYTES;
-    const { direct, proxied, ratios, directCpuSeconds, proxyCpuSeconds } = await throughputRounds(proxy);
+    const { direct, proxied, ratios, directCpuSeconds, proxyCpuSeconds, forwarded, referenceRatios } =
+      await throughputRounds(proxy, reference);
     const d = median(direct);
     const p = median(proxied);
     const ratio = median(ratios);
+    const referenceRows = reference
+      ? [
+          `| ${GIB} GiB through a C read/write forwarder (reference, median of ${ROUNDS}) | ${mibps(bytes, median(forwarded))} MiB/s (${median(forwarded).toFixed(0)} ms) |`,
+          `| ratio C forwarder / direct, median of the per-round ratios | ${median(referenceRatios.map((r) => r.reference)).toFixed(2)} |`,
+          `| ratio proxy / C forwarder, median of the per-round ratios | ${median(referenceRatios.map((r) => r.proxy)).toFixed(2)} |`,
+        ]
+      : [`| C read/write forwarder (reference) | not run: ${referenceSkipped} |`];
 
     const many = await concurrentRun(proxy, SESSIONS);
     const rows = [
@@ -77,6 +87,7 @@ async function main(): Promise<void> {
       `| ${GIB} GiB through the proxy (median of ${ROUNDS}) | ${mibps(bytes, p)} MiB/s (${p.toFixed(0)} ms) |`,
       `| ratio proxy / direct (target >= 0.8), median of the per-round ratios | ${ratio.toFixed(2)} |`,
       `| per-round ratios, in order | ${ratios.map((r) => r.toFixed(2)).join(" ")} |`,
+      ...referenceRows,
       `| CPU per GiB: both ends of the direct connection / the proxy process forwarding | ${(directCpuSeconds / ROUNDS / GIB).toFixed(2)} s / ${(proxyCpuSeconds / ROUNDS / GIB).toFixed(2)} s |`,
       `| ${SESSIONS} concurrent sessions: set-up (device connect, /on, client connect) | ${many.setupMs.toFixed(0)} ms |`,
       `| ${SESSIONS} concurrent sessions x 1 MiB: transfer wall time | ${many.transferMs.toFixed(0)} ms (${mibps(SESSIONS * SESSION_BYTES, many.transferMs)} MiB/s aggregate) |`,
@@ -90,12 +101,13 @@ async function main(): Promise<void> {
         "",
         ...header.map((h) => `${h}  `),
         "",
-        "The proxy is a separate `dms` process (`DMS_ROLES=proxy`); device, client and the direct pair run in the benchmark process. Device to client direction, 256 KiB writes. Each round runs both transfers back to back, alternating which goes first, after one untimed 64 MiB warm-up of each; the ratio is the median of the per-round ratios (throughput proxied / direct).",
+        "The proxy is a separate `dms` process (`DMS_ROLES=proxy`); device, client and the direct pair run in the benchmark process. Device to client direction, 256 KiB writes. Each round runs the transfers back to back, rotating which goes first, after one untimed 64 MiB warm-up of each; a ratio is the median of the per-round ratios (throughput proxied / direct). The reference is `bench/proxy/forwarder.c` (built with gcc when the benchmark starts): a thread per direction doing blocking read() and write() of 256 KiB, the least work a forwarder that copies can do, so `C forwarder / direct` is what the proxy hop costs on this machine whatever the forwarder is written in.",
         "",
         ...rows,
       ].join("\n"),
     );
   } finally {
+    reference?.close();
     proxy.child.kill("SIGTERM");
     await new Promise((r) => proxy.child.once("exit", r));
     rmSync(proxy.dataDir, { recursive: true, force: true });
@@ -110,6 +122,10 @@ interface Rounds {
   ratios: number[];
   directCpuSeconds: number;
   proxyCpuSeconds: number;
+  /** Milliseconds per round through the C forwarder (empty without gcc). */
+  forwarded: number[];
+  /** Per round: forwarder / direct and proxied / forwarder throughput. */
+  referenceRatios: { reference: number; proxy: number }[];
 }
 
 /**
@@ -128,10 +144,19 @@ const fullGc = ((): (() => void) => {
   return runInNewContext("gc") as () => void;
 })();
 
-async function throughputRounds(proxy: Proxy): Promise<Rounds> {
+async function throughputRounds(proxy: Proxy, reference: Reference | undefined): Promise<Rounds> {
   await directRun(WARM_UP_BYTES);
   await proxiedRun(proxy, WARM_UP_BYTES);
-  const rounds: Rounds = { direct: [], proxied: [], ratios: [], directCpuSeconds: 0, proxyCpuSeconds: 0 };
+  if (reference) await reference.run(WARM_UP_BYTES);
+  const rounds: Rounds = {
+    direct: [],
+    proxied: [],
+    ratios: [],
+    directCpuSeconds: 0,
+    proxyCpuSeconds: 0,
+    forwarded: [],
+    referenceRatios: [],
+  };
   const measureDirect = async (): Promise<void> => {
     const own = process.cpuUsage();
     rounds.direct.push(await directRun(BYTES));
@@ -143,19 +168,75 @@ async function throughputRounds(proxy: Proxy): Promise<Rounds> {
     rounds.proxied.push(await proxiedRun(proxy, BYTES));
     rounds.proxyCpuSeconds += cpuSeconds(proxy.child.pid!) - before;
   };
+  const measureReference = async (): Promise<void> => void rounds.forwarded.push(await reference!.run(BYTES));
+  const measures = reference ? [measureDirect, measureProxied, measureReference] : [measureDirect, measureProxied];
   for (let r = 0; r < ROUNDS; r++) {
-    const directFirst = r % 2 === 0;
-    for (const measure of directFirst ? [measureDirect, measureProxied] : [measureProxied, measureDirect]) {
+    // Rotate the order so that no transfer always runs first (or second) in its round.
+    const order = [...measures.slice(r % measures.length), ...measures.slice(0, r % measures.length)];
+    for (const measure of order) {
       await settle();
       await measure();
     }
     const [d, p] = [rounds.direct[r]!, rounds.proxied[r]!];
     rounds.ratios.push(d / p);
-    console.log(
-      `round ${r + 1} (${directFirst ? "direct first" : "proxied first"}): direct ${mibps(BYTES, d)} MiB/s, proxied ${mibps(BYTES, p)} MiB/s, ratio ${(d / p).toFixed(2)}`,
-    );
+    let line = `round ${r + 1}: direct ${mibps(BYTES, d)} MiB/s, proxied ${mibps(BYTES, p)} MiB/s, ratio ${(d / p).toFixed(2)}`;
+    if (reference) {
+      const f = rounds.forwarded[r]!;
+      rounds.referenceRatios.push({ reference: d / f, proxy: f / p });
+      line += `; C forwarder ${mibps(BYTES, f)} MiB/s (${(d / f).toFixed(2)} of direct; proxy ${(f / p).toFixed(2)} of it)`;
+    }
+    console.log(line);
   }
   return rounds;
+}
+
+// ---- the reference forwarder ----
+
+interface Reference {
+  /** Milliseconds to move `bytes` through the forwarder. */
+  run(bytes: number): Promise<number>;
+  close(): void;
+}
+
+let referenceSkipped = "";
+
+/** Builds bench/proxy/forwarder.c and starts it in front of a receiving server of this process. */
+async function startReference(): Promise<Reference | undefined> {
+  const dir = mkdtempSync(join(tmpdir(), "dms-bench-forwarder-"));
+  const binary = join(dir, "forwarder");
+  const build = spawnSync("gcc", ["-O2", "-o", binary, join(root, "bench/proxy/forwarder.c"), "-lpthread"], {
+    encoding: "utf8",
+  });
+  if (build.status !== 0) {
+    referenceSkipped = build.error ? `gcc not found (${build.error.message})` : `gcc failed: ${build.stderr.trim()}`;
+    console.log(`C forwarder reference skipped: ${referenceSkipped}`);
+    return undefined;
+  }
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const target = (server.address() as { port: number }).port;
+  const port = await freePort();
+  const child = spawn(binary, [String(port), String(target)], { stdio: ["ignore", "pipe", "inherit"] });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once("data", () => resolve());
+    child.once("exit", (code) => reject(new Error(`forwarder exited with ${code}`)));
+  });
+  return {
+    async run(bytes) {
+      const accepted = new Promise<Socket>((r) => server.once("connection", r));
+      const sender = await open(port);
+      const receiver = await accepted;
+      const ms = await transfer(sender, receiver, bytes);
+      sender.destroy();
+      receiver.destroy();
+      return ms;
+    },
+    close() {
+      child.kill("SIGTERM");
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 // ---- the proxy process ----
