@@ -1,13 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { json } from "../support/http.js";
 import { startTestDms } from "../support/dms.js";
-import { Received, device, open, startProxyDms, tokenOf, type ProxyTestDms } from "./support.js";
+import { Received, device, open, tokenOf, useProxyDms } from "./support.js";
 
-let t: ProxyTestDms;
-beforeAll(async () => {
-  t = await startProxyDms(2);
-});
-afterAll(() => t.close());
+const t = useProxyDms(2);
 
 describe("proxy control: availability and not found", () => {
   it("answers 503 with a message when the two ports of the range are taken, and serves again after /off", async () => {

@@ -1,15 +1,11 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { sharedReadBuffers } from "../../src/proxy/socket-reader.js";
 import { json } from "../support/http.js";
-import { device, open, startProxyDms, waitFor, type ProxyTestDms } from "./support.js";
+import { device, open, useProxyDms, waitFor } from "./support.js";
 
-let t: ProxyTestDms;
-beforeAll(async () => {
-  t = await startProxyDms(2);
-});
-afterAll(() => t.close());
+const t = useProxyDms(2);
 
 // Buffers read and forwarded are garbage at once; collecting before each sample measures what is held.
 setFlagsFromString("--expose-gc");
@@ -78,7 +74,7 @@ describe("backpressure", () => {
       expect(TOTAL - receivedWhenWriterDone).toBeLessThan(24 * MiB);
       expect(peakBuffers - base.arrayBuffers).toBeLessThan(16 * MiB);
       expect(peakRss - base.rss).toBeLessThan(64 * MiB);
-      await t.control("/off", { serial: "SN1" });
+      await t.off("SN1");
       // Both connections closed: every large read buffer is back in the shared budget.
       dev.destroy();
       client.destroy();

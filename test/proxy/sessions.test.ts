@@ -1,39 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { json } from "../support/http.js";
-import {
-  Received,
-  device,
-  open,
-  refusedOrClosed,
-  sleep,
-  startProxyDms,
-  waitFor,
-  type ProxyTestDms,
-} from "./support.js";
+import { describe, expect, it } from "vitest";
+import { Received, device, open, refusedOrClosed, sleep, useProxyDms, waitFor } from "./support.js";
 
-let t: ProxyTestDms;
-beforeAll(async () => {
-  t = await startProxyDms(8);
-});
-afterAll(() => t.close());
-
-const status = async (serial: string) => json(await t.control("/status", { serial }));
-const on = async (query: Record<string, string>) =>
-  ((await json(await t.control("/on", query))) as { port: number }).port;
-const deviceSeen = (serial: string) =>
-  waitFor(
-    async () => (await t.control("/status", { serial })).status === 200 && (await status(serial)).device_connected,
-    () => `device ${serial} not seen`,
-  );
+const t = useProxyDms(8);
 
 /** A running session: device and client connected and seen by the proxy. */
 async function running(serial: string, query: Record<string, string> = {}) {
   const dev = new Received(await device(t.devicePort, serial));
-  await deviceSeen(serial);
-  const port = await on({ serial, ...query });
+  await t.deviceSeen(serial);
+  const { port } = await t.on({ serial, ...query });
   const client = new Received(await open(port));
   await waitFor(
-    async () => (await status(serial)).client_connected,
+    async () => (await t.status(serial)).client_connected,
     () => "client not seen",
   );
   return { dev, client, port };
@@ -63,24 +40,24 @@ describe("persistent session", () => {
     const { dev, client, port } = await running("SN1", { persistent: "true" });
     client.socket.destroy();
     await waitFor(
-      async () => !(await status("SN1")).client_connected,
+      async () => !(await t.status("SN1")).client_connected,
       () => "client still seen",
     );
     expect(dev.closed).toBe(false);
     dev.socket.write("nobody hears this");
     await sleep(100);
-    const before = (await status("SN1")).transferred;
+    const before = (await t.status("SN1")).transferred;
     expect(before).toBe(0);
 
     const next = new Received(await open(port));
     await waitFor(
-      async () => (await status("SN1")).client_connected,
+      async () => (await t.status("SN1")).client_connected,
       () => "second client not seen",
     );
     dev.socket.write("fresh");
     await next.until("fresh");
-    expect(await status("SN1")).toEqual({ device_connected: true, client_connected: true, transferred: 5 });
-    await t.control("/off", { serial: "SN1" });
+    expect(await t.status("SN1")).toEqual({ device_connected: true, client_connected: true, transferred: 5 });
+    await t.off("SN1");
     await next.untilClosed();
   });
 
@@ -88,7 +65,7 @@ describe("persistent session", () => {
     const { dev, client } = await running("SN2", { persistent: "true" });
     dev.socket.destroy();
     await waitFor(
-      async () => !(await status("SN2")).device_connected,
+      async () => !(await t.status("SN2")).device_connected,
       () => "device still seen",
     );
     expect(client.closed).toBe(false);
@@ -96,41 +73,41 @@ describe("persistent session", () => {
     await sleep(100);
 
     const again = new Received(await device(t.devicePort, "SN2"));
-    await deviceSeen("SN2");
+    await t.deviceSeen("SN2");
     client.socket.write("welcome back");
     await again.until("welcome back");
     again.socket.write("thanks");
     await client.until("thanks");
-    expect((await status("SN2")).transferred).toBe(18);
-    await t.control("/off", { serial: "SN2" });
+    expect((await t.status("SN2")).transferred).toBe(18);
+    await t.off("SN2");
     await client.untilClosed();
   });
 
   it("a device closing before any client came leaves the session started, waiting for it", async () => {
     const dev = new Received(await device(t.devicePort, "SN-E1"));
-    await deviceSeen("SN-E1");
-    const port = await on({ serial: "SN-E1" });
+    await t.deviceSeen("SN-E1");
+    const { port } = await t.on({ serial: "SN-E1" });
     dev.socket.destroy();
     await waitFor(
-      async () => !(await status("SN-E1")).device_connected,
+      async () => !(await t.status("SN-E1")).device_connected,
       () => "device still seen",
     );
     const client = new Received(await open(port));
     const back = new Received(await device(t.devicePort, "SN-E1"));
     client.socket.write("ping");
     await back.until("ping");
-    await t.control("/off", { serial: "SN-E1" });
+    await t.off("SN-E1");
   });
 });
 
 describe("ip_whitelist", () => {
   it("refuses a client whose address is not listed, at accept, and the session stays started", async () => {
-    const port = await on({ serial: "SN1", ip_whitelist: "::1,10.0.0.1" });
+    const { port } = await t.on({ serial: "SN1", ip_whitelist: "::1,10.0.0.1" });
     expect(["closed", "ECONNRESET"]).toContain(await refusedOrClosed(port, "127.0.0.1"));
-    expect(await status("SN1")).toEqual({ device_connected: false, client_connected: false, transferred: 0 });
+    expect(await t.status("SN1")).toEqual({ device_connected: false, client_connected: false, transferred: 0 });
     const v6 = await open(port, "::1");
     await waitFor(
-      async () => (await status("SN1")).client_connected,
+      async () => (await t.status("SN1")).client_connected,
       () => "IPv6 client not admitted",
     );
     v6.destroy();
@@ -138,10 +115,10 @@ describe("ip_whitelist", () => {
 
   it("matches IPv4 clients of the dual-stack listener against IPv4 and ::ffff: mapped entries", async () => {
     for (const entry of ["127.0.0.1", "::ffff:127.0.0.1", "127.0.0.0/8"]) {
-      const port = await on({ serial: "SN2", ip_whitelist: ` 192.0.2.7 , ${entry}` });
+      const { port } = await t.on({ serial: "SN2", ip_whitelist: ` 192.0.2.7 , ${entry}` });
       const client = await open(port, "127.0.0.1");
       await waitFor(
-        async () => (await status("SN2")).client_connected,
+        async () => (await t.status("SN2")).client_connected,
         () => `${entry}: client not admitted`,
       );
       client.destroy();

@@ -1,4 +1,6 @@
 import { connect, type Socket } from "node:net";
+import { afterAll, beforeAll, expect } from "vitest";
+import { json } from "../support/http.js";
 import { API_KEY, startTestDms, type TestDms } from "../support/dms.js";
 import { freePortRange } from "../support/ports.js";
 
@@ -14,6 +16,13 @@ export interface ProxyTestDms extends TestDms {
     query?: Record<string, string>,
     options?: { user?: string | null; apiKey?: string | null },
   ): Promise<Response>;
+  /** The /status answer for `serial`. */
+  status(serial: string): Promise<{ device_connected: boolean; client_connected: boolean; transferred: number }>;
+  /** /on, expected to answer 200; the host and port a client connects to. */
+  on(query: Record<string, string>): Promise<{ host: string; port: number }>;
+  off(serial: string): Promise<Response>;
+  /** Resolves once the proxy has a session for `serial` with its device connected. */
+  deviceSeen(serial: string): Promise<void>;
 }
 
 /** A whole dms with the proxy role, every port picked by the system, and `ports` free client ports. */
@@ -39,7 +48,35 @@ export async function startProxyDms(ports = 8, env: Record<string, string> = {})
     if (user !== null) headers.authorization = await tokenOf(t, user);
     return fetch(`${controlUrl}${path}?${new URLSearchParams(query)}`, { headers });
   };
-  return { ...t, controlUrl, devicePort: proxy.devicePort, range, control };
+  const status: ProxyTestDms["status"] = async (serial) => json(await control("/status", { serial }));
+  const on: ProxyTestDms["on"] = async (query) => {
+    const res = await control("/on", query);
+    expect(res.status).toBe(200);
+    return json(res);
+  };
+  const off: ProxyTestDms["off"] = (serial) => control("/off", { serial });
+  const deviceSeen: ProxyTestDms["deviceSeen"] = (serial) =>
+    waitFor(
+      async () => {
+        const res = await control("/status", { serial });
+        return res.status === 200 && (await json(res)).device_connected === true;
+      },
+      () => `device ${serial} not seen`,
+    );
+  return { ...t, controlUrl, devicePort: proxy.devicePort, range, control, status, on, off, deviceSeen };
+}
+
+/**
+ * The test file's proxy dms, started (with `ports` client ports) before its tests and closed after them.
+ * The object returned is filled in by that beforeAll hook: use it in tests and later hooks only.
+ */
+export function useProxyDms(ports = 8): ProxyTestDms {
+  const t = {} as ProxyTestDms;
+  beforeAll(async () => {
+    Object.assign(t, await startProxyDms(ports));
+  });
+  afterAll(() => t.close());
+  return t;
 }
 
 /** A token without the REST login, so it works when only the proxy role runs. */
