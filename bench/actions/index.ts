@@ -15,13 +15,10 @@ import type { AddressInfo } from "node:net";
 import os, { tmpdir } from "node:os";
 import { join } from "node:path";
 import got from "got";
-import { pino } from "pino";
-import { Outbox, realTimers, type RulePayload, type TriggeredAction } from "../../src/actions/index.js";
-import { loadConfig } from "../../src/config/index.js";
-import { EventStore, noPublisher } from "../../src/events/index.js";
-import { createMailer } from "../../src/mail/index.js";
+import type { RulePayload, TriggeredAction } from "../../src/actions/index.js";
 import { migrations } from "../../src/migrations.js";
 import { openDatabase } from "../../src/store/index.js";
+import { standaloneOutbox } from "../../test/support/outbox.js";
 import { writeSection } from "../results.js";
 
 const TOTAL = Number(process.env.BENCH_ACTIONS_TOTAL ?? 6000);
@@ -93,23 +90,7 @@ function payload(i: number, at: number): RulePayload {
 async function outboxRun(name: string, inFlight: number): Promise<Figures> {
   const dir = mkdtempSync(join(tmpdir(), "dms-bench-actions-"));
   const db = openDatabase({ dataDir: dir, migrations });
-  const logger = pino({ level: "silent" });
-  const config = loadConfig({ DMS_WEBHOOK_ALLOW_PRIVATE: "true" });
-  const outbox = new Outbox({
-    db,
-    logger,
-    timers: realTimers,
-    concurrency: inFlight,
-    deps: {
-      config,
-      logger,
-      mailer: createMailer(undefined, "x@y", logger),
-      ingest: () => undefined,
-      events: new EventStore(db, Date.now),
-      publisher: noPublisher,
-      timers: realTimers,
-    },
-  });
+  const outbox = standaloneOutbox(db, { env: { DMS_WEBHOOK_ALLOW_PRIVATE: "true" }, concurrency: inFlight });
   await outbox.start();
   const run = `${name}-${Date.now()}`;
   try {

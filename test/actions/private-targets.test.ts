@@ -1,38 +1,20 @@
 import { lookup } from "node:dns/promises";
 import { hostname } from "node:os";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Outbox, isPrivateAddress, realTimers } from "../../src/actions/index.js";
-import { loadConfig } from "../../src/config/index.js";
-import { EventStore, noPublisher } from "../../src/events/index.js";
-import { createMailer } from "../../src/mail/index.js";
+import { isPrivateAddress, type Outbox } from "../../src/actions/index.js";
 import { migrations } from "../../src/migrations.js";
 import { openDatabase, type Db } from "../../src/store/index.js";
+import { standaloneOutbox } from "../support/outbox.js";
 import { Receiver, triggered, until } from "./support.js";
 
 let db: Db;
 let outbox: Outbox;
 let hook: Receiver;
-const logger = pino({ level: "silent" });
 
 beforeAll(async () => {
   hook = await new Receiver().start();
   db = openDatabase({ dataDir: ":memory:", migrations });
-  const config = loadConfig({});
-  outbox = new Outbox({
-    db,
-    logger,
-    timers: realTimers,
-    deps: {
-      config,
-      logger,
-      mailer: createMailer(undefined, "x@y", logger),
-      ingest: () => undefined,
-      events: new EventStore(db, Date.now),
-      publisher: noPublisher,
-      timers: realTimers,
-    },
-  });
+  outbox = standaloneOutbox(db);
   await outbox.start();
 });
 afterAll(async () => {
