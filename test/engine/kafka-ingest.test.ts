@@ -4,7 +4,7 @@ import mqtt from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Rule } from "../../src/rules/index.js";
 import { startTestDms, type TestDms } from "../support/dms.js";
-import { createTopic, startKafka } from "../support/kafka.js";
+import { createTopic, kafkaEnv, startKafka } from "../support/kafka.js";
 import { until } from "../support/wait.js";
 import { triggered } from "../actions/support.js";
 
@@ -35,12 +35,7 @@ async function readTopic(topic: string): Promise<KafkaMessage[]> {
   return seen;
 }
 
-const kafkaEnv = (topic: string) => ({
-  KAFKA_BROKERS: brokers,
-  KAFKA_OBSERVATIONS_TOPIC: topic,
-  KAFKA_EVENTS_TOPIC: `${topic}-events`,
-  KAFKA_GROUP_ID: `g-${topic}`,
-});
+const topicEnv = (topic: string) => ({ ...kafkaEnv(brokers, topic), KAFKA_EVENTS_TOPIC: `${topic}-events` });
 
 const rule = (id: string, expression: Rule["expression"], actions: Rule["actions"]): Rule => ({
   id,
@@ -60,8 +55,8 @@ describe("SET_RESOURCE with Kafka", () => {
   beforeAll(async () => {
     await createTopic(brokers, topic, 3);
     // The outbox runs where no engine does; the engine in a process of its own hands it what triggers.
-    actions = await startTestDms({ env: { DMS_ROLES: "api,actions", ...kafkaEnv(topic) } });
-    engine = await startTestDms({ env: { DMS_ROLES: "api,engine", ...kafkaEnv(topic) } });
+    actions = await startTestDms({ env: { DMS_ROLES: "api,actions", ...topicEnv(topic) } });
+    engine = await startTestDms({ env: { DMS_ROLES: "api,engine", ...topicEnv(topic) } });
     engine.dms.services.actionSink = actions.dms.services.actions;
     const bus = engine.dms.services.bus;
     bus.emit("rule.changed", {
@@ -125,7 +120,7 @@ describe("device observations over MQTT with Kafka", () => {
   beforeAll(async () => {
     await createTopic(brokers, topic, 3);
     // No engine here: the bridge's process produces, whoever owns the partition evaluates.
-    bridge = await startTestDms({ env: { DMS_ROLES: "api,mqtt", DMS_MQTT_PORT: "0", ...kafkaEnv(topic) } });
+    bridge = await startTestDms({ env: { DMS_ROLES: "api,mqtt", DMS_MQTT_PORT: "0", ...topicEnv(topic) } });
   });
   afterAll(() => bridge?.close());
 
@@ -169,7 +164,7 @@ describe("SET_RESOURCE when the broker cannot be reached", () => {
   beforeAll(async () => {
     // Nothing listens on port 1: connecting fails, and the produce rejects.
     actions = await startTestDms({
-      env: { DMS_ROLES: "api,actions", ...kafkaEnv(`ingest-down-${randomUUID()}`), KAFKA_BROKERS: "127.0.0.1:1" },
+      env: { DMS_ROLES: "api,actions", ...topicEnv(`ingest-down-${randomUUID()}`), KAFKA_BROKERS: "127.0.0.1:1" },
     });
   });
   afterAll(() => actions?.close());

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Kafka, logLevel, type Producer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KafkaObservationSource, type RawObservation } from "../../src/engine/index.js";
-import { createTopic, startKafka } from "../support/kafka.js";
+import { createTopic, kafkaEnv, startKafka } from "../support/kafka.js";
 import { startTestDms, type TestDms } from "../support/dms.js";
 import { json } from "../support/http.js";
 import { CollectingSink, hot } from "./support.js";
@@ -33,12 +33,7 @@ describe("the Kafka source in a running dms", () => {
   beforeAll(async () => {
     await createTopic(brokers, topic, 2);
     t = await startTestDms({
-      env: {
-        DMS_ROLES: "api,engine",
-        KAFKA_BROKERS: brokers,
-        KAFKA_OBSERVATIONS_TOPIC: topic,
-        KAFKA_GROUP_ID: `g-${topic}`,
-      },
+      env: { DMS_ROLES: "api,engine", ...kafkaEnv(brokers, topic) },
     });
     t.dms.services.actionSink = sink;
     t.dms.services.bus.emit("rule.changed", { id: hot.id, rule: hot });

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { Kafka, logLevel, type Admin, type Producer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestDms, type TestDms } from "../support/dms.js";
-import { createTopic, startKafka } from "../support/kafka.js";
+import { createTopic, kafkaEnv, startKafka } from "../support/kafka.js";
 import { until } from "../support/wait.js";
 import { CollectingSink, hot } from "./support.js";
 
@@ -33,8 +33,7 @@ describe("engines sharing a data directory hand a thing's state over on a rebala
     await Promise.all([admin.connect(), producer.connect()]);
     const env = {
       DMS_ROLES: "api,engine",
-      KAFKA_BROKERS: brokers,
-      KAFKA_OBSERVATIONS_TOPIC: topic,
+      ...kafkaEnv(brokers, topic),
       KAFKA_GROUP_ID: groupId,
       DMS_BUS_POLL_MS: "50",
     };

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
 import { Kafka, logLevel, type Producer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTopic, startKafka } from "../support/kafka.js";
+import { createTopic, kafkaEnv, startKafka } from "../support/kafka.js";
 import { SCHEMA_REGISTRY_START_TIMEOUT_MS, startSchemaRegistry } from "../support/schema-registry.js";
 import { startTestDms, type TestDms } from "../support/dms.js";
 import { json } from "../support/http.js";
@@ -40,13 +40,7 @@ beforeAll(async () => {
   producer = kafka.producer();
   await producer.connect();
   t = await startTestDms({
-    env: {
-      DMS_ROLES: "api,engine",
-      KAFKA_BROKERS: brokers,
-      KAFKA_OBSERVATIONS_TOPIC: topic,
-      KAFKA_GROUP_ID: `g-${topic}`,
-      SCHEMA_REGISTRY_URL: url,
-    },
+    env: { DMS_ROLES: "api,engine", ...kafkaEnv(brokers, topic), SCHEMA_REGISTRY_URL: url },
   });
   t.dms.services.actionSink = sink;
   t.dms.services.bus.emit("rule.changed", { id: hot.id, rule: hot });

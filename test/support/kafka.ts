@@ -36,3 +36,8 @@ export async function createTopic(brokers: string, topic: string, partitions: nu
     await admin.disconnect();
   }
 }
+
+/** The env of a dms that reads observations from `topic` on `brokers`, in a consumer group named after the topic. */
+export function kafkaEnv(brokers: string, topic: string): Record<string, string> {
+  return { KAFKA_BROKERS: brokers, KAFKA_OBSERVATIONS_TOPIC: topic, KAFKA_GROUP_ID: `g-${topic}` };
+}
