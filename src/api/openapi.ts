@@ -22,6 +22,14 @@ export const PageInfoSchema = z
 
 const errorContent = { "application/json": { schema: ErrorSchema } };
 
+/** The error responses every operation can give. */
+const errorResponses = {
+  400: { description: "PROPERTY_REQUIRED, INVALID_ARGUMENTS and the like", content: errorContent },
+  401: { description: "No or bad token", content: errorContent },
+  403: { description: "Bad API key, NOT_AUTHORIZED", content: errorContent },
+  404: { description: "*_NOT_FOUND", content: errorContent },
+} as const;
+
 /** Request body part of a route declaration. */
 export function jsonBody<T extends z.ZodType>(schema: T, description?: string) {
   return { body: { required: true, content: { "application/json": { schema } }, description } } as const;
@@ -29,22 +37,17 @@ export function jsonBody<T extends z.ZodType>(schema: T, description?: string) {
 
 /** A JSON response and the error responses every operation can give. */
 export function jsonResponses<T extends z.ZodType>(schema: T, description = "OK", status: 200 | 201 = 200) {
-  return {
-    [status]: { description, content: { "application/json": { schema } } },
-    400: { description: "PROPERTY_REQUIRED, INVALID_ARGUMENTS and the like", content: errorContent },
-    401: { description: "No or bad token", content: errorContent },
-    403: { description: "Bad API key, NOT_AUTHORIZED", content: errorContent },
-    404: { description: "*_NOT_FOUND", content: errorContent },
-  } as const;
+  // Object.assign rather than a spread: spread into a literal, the computed status key drops out of the type.
+  return Object.assign(
+    { [status]: { description, content: { "application/json": { schema } } } } as const,
+    errorResponses,
+  );
 }
 
 /** Responses of an operation that answers no body. */
 export function emptyResponses(description = "Done") {
   return {
     200: { description },
-    400: { description: "PROPERTY_REQUIRED, INVALID_ARGUMENTS and the like", content: errorContent },
-    401: { description: "No or bad token", content: errorContent },
-    403: { description: "Bad API key, NOT_AUTHORIZED", content: errorContent },
-    404: { description: "*_NOT_FOUND", content: errorContent },
+    ...errorResponses,
   } as const;
 }
