@@ -46,10 +46,6 @@ LOG_DIR="$KAFKA_STATE_DIR/logs"
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 log() { echo "kafka.sh: $*" >&2; }
-die() {
-  log "$*"
-  exit 1
-}
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -232,15 +228,7 @@ cmd_start() {
     die "formatting KRaft storage failed"
   fi
 
-  # setsid: the broker must not share the caller's process group, or a Ctrl-C in a test run that
-  # happened to start it would kill a broker other runs are using. All output goes to files so the
-  # caller's pipes close (execFile would otherwise wait for the broker to exit).
-  # The inner bash writes its own pid and then execs java, so the pid file holds the JVM's pid.
-  # 9>&- : the broker must not inherit the start/stop lock, or it would hold it for its lifetime.
-  # shellcheck disable=SC2016 # $$ and $@ are for the inner bash
-  setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$PID_FILE" \
-    java "${JAVA_ARGS[@]}" kafka.Kafka "$KAFKA_STATE_DIR/server.properties" \
-    >"$LOG_DIR/stdout.log" 2>&1 </dev/null 9>&- &
+  start_detached "$LOG_DIR/stdout.log" java "${JAVA_ARGS[@]}" kafka.Kafka "$KAFKA_STATE_DIR/server.properties"
 
   local deadline=$((SECONDS + KAFKA_START_TIMEOUT)) pid=""
   while ((SECONDS < deadline)); do

@@ -1,6 +1,11 @@
 # Process handling shared by scripts/kafka.sh and scripts/schema-registry.sh: each runs one JVM
 # service in the background, tracked by a pid file, started and stopped under a lock.
-# Sourced, not run. The sourcing script sets PID_FILE and defines log and die.
+# Sourced, not run. The sourcing script sets PID_FILE and defines log.
+
+die() {
+  log "$*"
+  exit 1
+}
 
 # True while something accepts TCP connections on the port (cheap, no JVM/node start-up).
 port_open() {
@@ -13,6 +18,19 @@ running_pid() {
   local pid
   pid="$(cat "$PID_FILE")"
   [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+}
+
+# start_detached STDOUT_LOG COMMAND...: runs COMMAND in the background with its pid in PID_FILE.
+# setsid: the service must not share the caller's process group, or a Ctrl-C in the test run that
+# happened to start it would kill a service other runs are using. All output goes to STDOUT_LOG so the
+# caller's pipes close (execFile would otherwise wait for the service to exit). The inner bash writes
+# its own pid and then execs COMMAND, so the pid file holds the JVM's pid. 9>&- : the service must not
+# inherit the start/stop lock, or it would hold it for its lifetime.
+start_detached() {
+  local out="$1"
+  shift
+  # shellcheck disable=SC2016 # $$ and $@ are for the inner bash
+  setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$PID_FILE" "$@" >"$out" 2>&1 </dev/null 9>&- &
 }
 
 # stop_pid PID TIMEOUT_SECONDS WHAT: TERM, up to TIMEOUT for a clean shutdown, then KILL.

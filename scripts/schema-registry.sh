@@ -45,10 +45,6 @@ PID_FILE="$SCHEMA_REGISTRY_STATE_DIR/registry.pid"
 LOG_DIR="$SCHEMA_REGISTRY_STATE_DIR/logs"
 
 log() { echo "schema-registry.sh: $*" >&2; }
-die() {
-  log "$*"
-  exit 1
-}
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -219,13 +215,7 @@ cmd_start() {
   mkdir -p "$LOG_DIR"
   java_args
 
-  # setsid: not in the caller's process group, so a Ctrl-C in the test run that started it does not
-  # kill a registry other runs are using. Output to files so the caller's pipes close. The inner bash
-  # writes its own pid and execs java, so the pid file holds the JVM's pid. 9>&- : the registry must
-  # not inherit the start/stop lock.
-  # shellcheck disable=SC2016 # $$ and $@ are for the inner bash
-  setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$PID_FILE" \
-    java "${JAVA_ARGS[@]}" >"$LOG_DIR/stdout.log" 2>&1 </dev/null 9>&- &
+  start_detached "$LOG_DIR/stdout.log" java "${JAVA_ARGS[@]}"
 
   local deadline=$((SECONDS + SCHEMA_REGISTRY_START_TIMEOUT)) pid=""
   while ((SECONDS < deadline)); do
