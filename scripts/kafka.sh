@@ -101,11 +101,7 @@ EOF
     rm -rf "$tmp"
     die "could not resolve org.apache.kafka:kafka_2.13:$KAFKA_VERSION"
   fi
-  touch "$tmp/libs/.complete"
-  if ! mv -T "$tmp/libs" "$KAFKA_CACHE_DIR" 2>/dev/null; then
-    # Someone else finished first; theirs is as good as ours.
-    [[ -f "$KAFKA_CACHE_DIR/.complete" ]] || die "cannot move jars into $KAFKA_CACHE_DIR"
-  fi
+  move_into_cache "$tmp/libs" "$KAFKA_CACHE_DIR" jars
   rm -rf "$tmp"
 }
 

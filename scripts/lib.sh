@@ -33,6 +33,17 @@ start_detached() {
   setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$PID_FILE" "$@" >"$out" 2>&1 </dev/null 9>&- &
 }
 
+# move_into_cache DIR CACHE_DIR WHAT: marks the fully fetched DIR complete and renames it to CACHE_DIR
+# in one step, so that the cache is either absent or whole. When another start finished first, its
+# cache is as good as ours (DIR is then left for the caller's clean-up).
+move_into_cache() {
+  local dir="$1" cache="$2" what="$3"
+  touch "$dir/.complete"
+  if ! mv -T "$dir" "$cache" 2>/dev/null; then
+    [[ -f "$cache/.complete" ]] || die "cannot move $what into $cache"
+  fi
+}
+
 # stop_pid PID TIMEOUT_SECONDS WHAT: TERM, up to TIMEOUT for a clean shutdown, then KILL.
 stop_pid() {
   local pid="$1" timeout="$2" what="$3" waited=0

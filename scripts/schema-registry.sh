@@ -96,11 +96,7 @@ ensure_app() {
     rm -rf "$tmp"
     die "could not unpack $ARTIFACT"
   }
-  touch "$tmp/app/.complete"
-  if ! mv -T "$tmp/app" "$SCHEMA_REGISTRY_CACHE_DIR" 2>/dev/null; then
-    # Someone else finished first; theirs is as good as ours.
-    [[ -f "$SCHEMA_REGISTRY_CACHE_DIR/.complete" ]] || die "cannot move the application into $SCHEMA_REGISTRY_CACHE_DIR"
-  fi
+  move_into_cache "$tmp/app" "$SCHEMA_REGISTRY_CACHE_DIR" "the application"
   rm -rf "$tmp"
 }
 
