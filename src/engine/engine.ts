@@ -565,20 +565,13 @@ export class RuleEngine {
       if (th === undefined) {
         th = this.spareThresholds.pop() ?? { ruleId: "", count: 0, lastFiredAt: 0, lastSeq: -1, version: 0 };
         th.ruleId = rule.id;
-        th.version = rule.version;
-        th.count = 0;
-        th.lastFiredAt = 0;
-        th.lastSeq = -1;
+        startOver(th, rule.version);
         list.push(th);
       } else if (th.version !== rule.version) {
         // Counted under the rule's previous conditions (kept in the database while the rule changed).
-        // An entry from before versions existed has none: it stays, as it always has.
-        if (th.version !== undefined) {
-          th.count = 0;
-          th.lastFiredAt = 0;
-          th.lastSeq = -1;
-        }
-        th.version = rule.version;
+        // An entry from before versions existed has none: it keeps its count, as it always has.
+        if (th.version === undefined) th.version = rule.version;
+        else startOver(th, rule.version);
       }
       // Consecutive: the previous observation of this thing matched too; anything else started over.
       th.count = th.lastSeq === seq - 1 ? th.count + 1 : 1;
@@ -714,6 +707,14 @@ export class RuleEngine {
   thingState(thingName: string): ThingState | undefined {
     return this.runtimes.get(thingName)?.state ?? this.options.state.thing(thingName);
   }
+}
+
+/** A threshold entry at count 0, never fired, under the rule's conditions of `version`. */
+function startOver(th: ThresholdState, version: number): void {
+  th.version = version;
+  th.count = 0;
+  th.lastFiredAt = 0;
+  th.lastSeq = -1;
 }
 
 /** Epoch milliseconds, or -1 when absent or unreadable. */
