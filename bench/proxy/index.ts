@@ -17,7 +17,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
-import { connect, createServer, type Socket } from "node:net";
+import { connect, createServer, type Server, type Socket } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -222,15 +222,7 @@ async function startReference(): Promise<Reference | undefined> {
     child.once("exit", (code) => reject(new Error(`forwarder exited with ${code}`)));
   });
   return {
-    async run(bytes) {
-      const accepted = new Promise<Socket>((r) => server.once("connection", r));
-      const sender = await open(port);
-      const receiver = await accepted;
-      const ms = await transfer(sender, receiver, bytes);
-      sender.destroy();
-      receiver.destroy();
-      return ms;
-    },
+    run: (bytes) => acceptedTransfer(server, port, bytes),
     close() {
       child.kill("SIGTERM");
       server.close();
@@ -314,14 +306,22 @@ function cpuSeconds(pid: number): number {
 async function directRun(bytes: number): Promise<number> {
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as { port: number }).port;
+  const ms = await acceptedTransfer(server, (server.address() as { port: number }).port, bytes);
+  server.close();
+  return ms;
+}
+
+/**
+ * Milliseconds to move `bytes` from a connection to `port` to the connection `server` accepts
+ * for it: the same server directly, or through a forwarder in front of it.
+ */
+async function acceptedTransfer(server: Server, port: number, bytes: number): Promise<number> {
   const accepted = new Promise<Socket>((r) => server.once("connection", r));
   const sender = await open(port);
   const receiver = await accepted;
   const ms = await transfer(sender, receiver, bytes);
   sender.destroy();
   receiver.destroy();
-  server.close();
   return ms;
 }
 
