@@ -1,5 +1,15 @@
 import js from "@eslint/js";
+import { readdirSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import tseslint from "typescript-eslint";
+
+// Every folder under src/ is a capability; another capability is reached only through its
+// index.ts, so a folder's inside can change without touching its callers.
+const capabilities = readdirSync(join(dirname(fileURLToPath(import.meta.url)), "src"), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .map((entry) => entry.name)
+  .join("|");
 
 export default tseslint.config(
   { ignores: ["node_modules/", "data/", "coverage/", "dist/", ".kafka/"] },
@@ -10,6 +20,26 @@ export default tseslint.config(
       "@typescript-eslint/no-explicit-any": "error",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "@typescript-eslint/consistent-type-imports": "error",
+    },
+  },
+  {
+    files: ["src/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: `^(\\.\\./)+(${capabilities})/(?!index\\.js$)`,
+              message: "Import another capability through its index.ts, not past its face.",
+            },
+            {
+              regex: `^\\./(${capabilities})/(?!index\\.js$)`,
+              message: "Import a capability through its index.ts, not past its face.",
+            },
+          ],
+        },
+      ],
     },
   },
 );

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Outbox, realTimers, type Timers } from "./actions/index.js";
-import { createApp, routeModules, type Api, type Services } from "./api/index.js";
+import { authentication, createApp, routeModules, type Api, type Services } from "./api/index.js";
 import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { BusRelay, EventBus } from "./bus/index.js";
 import type { Config } from "./config/index.js";
@@ -213,7 +213,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     });
   }
   if (config.roles.has("proxy")) {
-    services.proxy = createProxy(services);
+    services.proxy = createProxy({ ...services, things: registry, authentication: authentication(services) });
     components.push(services.proxy);
   }
 

@@ -4,8 +4,8 @@ import type { ObservationIngest } from "../engine/index.js";
 import type { EventPublisher, EventStore } from "../events/index.js";
 import type { Mailer } from "../mail/index.js";
 import type { Logger } from "../observability/index.js";
-import type { ActionType } from "../rules/types.js";
-import type { RulePayload } from "./index.js";
+import type { ActionType } from "../rule-model/index.js";
+import type { RulePayload } from "../engine/index.js";
 import type { Timers } from "./timers.js";
 
 /** Retry settings of one action: `interval` seconds before retry 1, times `backOffRate` for each next one. */

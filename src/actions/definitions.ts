@@ -1,4 +1,4 @@
-import type { ActionType } from "../rules/types.js";
+import type { ActionType } from "../rule-model/index.js";
 import type { ActionDefinition, ValidationOptions } from "./action.js";
 import { emailAction } from "./email.js";
 import { eventAction } from "./event.js";

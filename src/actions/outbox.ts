@@ -1,10 +1,10 @@
 import { Counter, Histogram, type Registry } from "prom-client";
 import type { Logger } from "../observability/index.js";
-import type { ActionType } from "../rules/types.js";
+import type { ActionType } from "../rule-model/index.js";
 import type { Db } from "../store/index.js";
 import { Deferred, PermanentFailure, retryDelaySeconds, type ActionDeps, type Delivery } from "./action.js";
 import { ACTION_DEFINITIONS } from "./definitions.js";
-import type { ActionSink, RulePayload, TriggeredAction } from "./index.js";
+import type { ActionSink, RulePayload, TriggeredAction } from "../engine/index.js";
 import { payloadScope } from "./scope.js";
 import { TemplateError, substitute } from "./template.js";
 import type { Timers } from "./timers.js";

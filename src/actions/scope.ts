@@ -1,4 +1,4 @@
-import type { RulePayload } from "./index.js";
+import type { RulePayload } from "../engine/index.js";
 import type { Scope } from "./template.js";
 
 /**

@@ -1,6 +1,12 @@
 import type { MiddlewareHandler } from "hono";
+import type { Principal } from "../auth/index.js";
 import { ApiError } from "../errors/index.js";
-import type { ApiEnv, Services } from "./context.js";
+import type { Services } from "./context.js";
+
+/** What the authentication sets on a request: REST and the proxy control interface read it. */
+export interface AuthEnv {
+  Variables: { principal: Principal };
+}
 
 /** Paths that need neither key nor token: probes, the API description, and signed-URL transfers. */
 const OPEN = [/^\/healthz$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/.*)?$/, /^\/storage\//];
@@ -12,7 +18,7 @@ const KEY_ONLY = [/^\/auth\/(login|refresh)$/];
  * original gateway answered), then `Authorization: [Bearer ]<token>` must be a
  * valid access token of an existing user (401).
  */
-export function authentication(services: Services): MiddlewareHandler<ApiEnv> {
+export function authentication(services: Pick<Services, "identity" | "tokens">): MiddlewareHandler<AuthEnv> {
   return async (c, next) => {
     const path = c.req.path;
     if (OPEN.some((p) => p.test(path))) return next();

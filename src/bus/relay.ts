@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "../observability/index.js";
 import type { Db, Migration } from "../store/index.js";
-import type { BusEventName, BusEvents, EventBus } from "./index.js";
+import type { BusEventName, BusEvents, EventBus } from "./bus.js";
 
 export const busMigrations: Migration[] = [
   {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import type { ActionSink, RulePayload, TriggeredAction } from "../actions/index.js";
+import type { ActionSink, RulePayload, TriggeredAction } from "./sink.js";
 import type { StoredObservationInput } from "../observations/index.js";
-import type { Rule } from "../rules/index.js";
+import type { Rule } from "../rule-model/index.js";
 import {
   compileRule,
   conditionsOf,

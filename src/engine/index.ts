@@ -3,6 +3,7 @@ export type { Observation, NestedObservation, RawObservation, SourcePosition } f
 export type { ObservationSource } from "./source.js";
 export type { StateStore, ThingState, ThresholdState } from "./state.js";
 export type { ObservationIngest } from "./ingest.js";
+export type { ActionSink, RulePayload, TriggeredAction } from "./sink.js";
 export {
   compileRule,
   RuleCompileError,

@@ -1,11 +1,11 @@
 import { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import { Counter, Gauge, Histogram } from "prom-client";
-import type { ActionSink } from "../actions/index.js";
+import type { ActionSink } from "./sink.js";
 import type { EventBus } from "../bus/index.js";
 import type { Config } from "../config/index.js";
 import type { ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
-import type { Rule } from "../rules/index.js";
+import type { Rule } from "../rule-model/index.js";
 import type { Db, Migration } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
 import { DeadLetterStore, deadLetterMigrations } from "./dead-letters.js";

@@ -1,6 +1,6 @@
-import { Hono, type Context } from "hono";
-import { authentication, type ApiEnv, type Services } from "../api/index.js";
-import { authorize, requireReadWrite } from "../auth/index.js";
+import { Hono, type Context, type MiddlewareHandler } from "hono";
+import { authorize, requireReadWrite, type Principal } from "../auth/index.js";
+import type { Logger } from "../observability/index.js";
 import { ApiError, invalid, notFound, required } from "../errors/index.js";
 import { PortsExhausted, type SessionManager } from "./sessions.js";
 import { parseWhitelist, type Whitelist } from "./whitelist.js";
@@ -9,19 +9,37 @@ import { parseWhitelist, type Whitelist } from "./whitelist.js";
 export const DEFAULT_TIMEOUT_SECONDS = 60;
 const MAX_TIMEOUT_SECONDS = 24 * 60 * 60;
 
-type Ctx = Context<ApiEnv>;
+/** What the control app's handlers read from a request: the principal the authentication set. */
+export interface ControlEnv {
+  Variables: { principal: Principal };
+}
+
+type Ctx = Context<ControlEnv>;
+
+/** What the control interface depends on: the REST credentials check, the things' serials, a logger. */
+export interface ControlDeps {
+  /** The REST authentication middleware, handed in by the wiring so that the proxy does not import the API. */
+  authentication: MiddlewareHandler<ControlEnv>;
+  things: SerialLookup;
+  logger: Logger;
+}
+
+/** The one registry read the control interface needs. */
+export interface SerialLookup {
+  thingBySerial(serial: string): { domain: string } | undefined;
+}
 
 /**
  * The proxy control interface: GET `/on`, `/off`, `/status`. Credentials are
  * those of REST (same middleware); each operation needs `Things.UPDATE` on the
  * domain of the thing whose serial it names.
  */
-export function createControlApp(services: Services, sessions: SessionManager, host: string): Hono<ApiEnv> {
-  const app = new Hono<ApiEnv>();
-  app.use(authentication(services));
+export function createControlApp(deps: ControlDeps, sessions: SessionManager, host: string): Hono<ControlEnv> {
+  const app = new Hono<ControlEnv>();
+  app.use(deps.authentication);
 
   app.get("/on", async (c) => {
-    const serial = authorizedSerial(c, services);
+    const serial = authorizedSerial(c, deps.things);
     const request = {
       serial,
       persistent: persistentOf(c.req.query("persistent")),
@@ -33,14 +51,14 @@ export function createControlApp(services: Services, sessions: SessionManager, h
   });
 
   app.get("/off", (c) => {
-    const serial = authorizedSerial(c, services);
+    const serial = authorizedSerial(c, deps.things);
     const stopped = sessions.stop(serial);
     if (!stopped) throw noSession(serial);
     return c.json({ transferred: stopped.transferred });
   });
 
   app.get("/status", (c) => {
-    const serial = authorizedSerial(c, services);
+    const serial = authorizedSerial(c, deps.things);
     const status = sessions.status(serial);
     if (!status) throw noSession(serial);
     return c.json(status);
@@ -50,17 +68,17 @@ export function createControlApp(services: Services, sessions: SessionManager, h
   app.onError((err, c) => {
     if (err instanceof ApiError) return c.json(err.body(), err.status as 400);
     if (err instanceof PortsExhausted) return c.json({ message: err.message }, 503);
-    services.logger.error({ err, path: c.req.path }, "proxy control internal error");
+    deps.logger.error({ err, path: c.req.path }, "proxy control internal error");
     return c.json({ message: "Internal error of the proxy" }, 500);
   });
   return app;
 }
 
 /** The `serial` of the query, once the caller may update the thing that carries it. */
-function authorizedSerial(c: Ctx, services: Services): string {
+function authorizedSerial(c: Ctx, things: SerialLookup): string {
   const serial = c.req.query("serial");
   if (serial === undefined || serial === "") throw required("serial");
-  const thing = services.registry.thingBySerial(serial);
+  const thing = things.thingBySerial(serial);
   if (!thing) throw notFound("THING_NOT_FOUND", `Thing with serial ${serial}`, "serial");
   const principal = c.get("principal");
   requireReadWrite(principal);

@@ -1,8 +1,9 @@
 import { serve, type ServerType } from "@hono/node-server";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { Counter, Gauge } from "prom-client";
-import type { Services } from "../api/index.js";
-import { createControlApp } from "./control.js";
+import type { Config } from "../config/index.js";
+import type { Logger, Metrics } from "../observability/index.js";
+import { createControlApp, type ControlDeps } from "./control.js";
 import { readSerialLine } from "./serial-line.js";
 import { SessionManager, type PortRange } from "./sessions.js";
 import { SocketReader } from "./socket-reader.js";
@@ -16,6 +17,16 @@ export interface ProxyOptions {
   devicePort?: number;
   controlPort?: number;
   ports?: PortRange;
+}
+
+/** What the proxy depends on; the wiring (src/service.ts) hands each in. */
+export interface ProxyDeps extends ControlDeps {
+  config: Pick<
+    Config,
+    "DMS_PROXY_PORTS" | "DMS_PROXY_DEVICE_PORT" | "DMS_PROXY_CONTROL_PORT" | "DMS_PROXY_HOST" | "DMS_HTTP_HOST"
+  >;
+  logger: Logger;
+  metrics: Metrics;
 }
 
 /** The proxy as a component of the service, with the ports it actually bound. */
@@ -35,8 +46,8 @@ export interface Proxy {
  * (IPv4 and IPv6) since devices and clients come from outside; the control
  * interface binds `DMS_HTTP_HOST` like REST.
  */
-export function createProxy(services: Services, options: ProxyOptions = {}): Proxy {
-  const { config, logger } = services;
+export function createProxy(deps: ProxyDeps, options: ProxyOptions = {}): Proxy {
+  const { config, logger } = deps;
   const log = logger.child({ component: "proxy" });
   const sessions = new SessionManager(options.ports ?? config.DMS_PROXY_PORTS, log, undefined);
   const lineOptions = { maxBytes: options.serialMaxBytes ?? 128, timeoutMs: options.serialTimeoutMs ?? 10_000 };
@@ -45,7 +56,7 @@ export function createProxy(services: Services, options: ProxyOptions = {}): Pro
   let devicePort = 0;
   let controlPort = 0;
 
-  registerMetrics(services, sessions);
+  registerMetrics(deps.metrics, sessions);
 
   const onDevice = (accepted: Socket): void => {
     const device = SocketReader.adopt(accepted);
@@ -75,7 +86,7 @@ export function createProxy(services: Services, options: ProxyOptions = {}): Pro
         deviceServer!.listen({ port: options.devicePort ?? config.DMS_PROXY_DEVICE_PORT }, () => resolve());
       });
       devicePort = (deviceServer.address() as AddressInfo).port;
-      const app = createControlApp(services, sessions, config.DMS_PROXY_HOST);
+      const app = createControlApp({ ...deps, logger: log }, sessions, config.DMS_PROXY_HOST);
       controlServer = await new Promise<ServerType>((resolve, reject) => {
         const port = options.controlPort ?? config.DMS_PROXY_CONTROL_PORT;
         const server = serve({ fetch: app.fetch, hostname: config.DMS_HTTP_HOST, port }, () => resolve(server));
@@ -96,8 +107,8 @@ function close(server: Server | ServerType | undefined): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }
 
-function registerMetrics(services: Services, sessions: SessionManager): void {
-  const registers = [services.metrics.registry];
+function registerMetrics(metrics: Metrics, sessions: SessionManager): void {
+  const registers = [metrics.registry];
   new Gauge({
     name: "dms_proxy_sessions",
     help: "Proxy sessions started or running",

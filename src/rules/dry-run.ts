@@ -1,7 +1,7 @@
 import { payloadScope, substitute, type RulePayload } from "../actions/index.js";
 import { compileRule, evaluateRule, type NestedObservation } from "../engine/index.js";
 import type { ThingRegistry } from "../things/index.js";
-import type { ActionItem, Rule } from "./types.js";
+import type { ActionItem, Rule } from "../rule-model/index.js";
 
 /** At most this many observations per dry run. */
 export const MAX_DRY_RUN_OBSERVATIONS = 1000;

@@ -1,4 +1,4 @@
-export * from "./types.js";
+export * from "../rule-model/index.js";
 export { RuleStore } from "./store.js";
 export { RulesService, type RuleView, type BulkResult, type RulesOptions } from "./service.js";
 export {

@@ -1,5 +1,5 @@
 import { ApiError } from "../errors/index.js";
-import type { Rule } from "./types.js";
+import type { Rule } from "../rule-model/index.js";
 
 /** The threshold interval a SET_RESOURCE rule needs when another rule uses the resource it sets. */
 export const MIN_CHAINED_INTERVAL = 30;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ACTION_TYPES, OPERATORS } from "./types.js";
+import { ACTION_TYPES, OPERATORS } from "../rule-model/index.js";
 
 /** Ids given on CREATE; generated ids have the same shape. */
 export const RULE_ID = /^[0-9A-Za-z_.:-]{1,128}$/;

@@ -6,7 +6,7 @@ import { dryRun, type DryRunObservation, type DryRunReport } from "./dry-run.js"
 import { checkChaining, checkLoop, overlapWith, type Overlap } from "./loop.js";
 import type { BulkUpdateBody, CreateRuleBody, RuleBody } from "./schema.js";
 import type { RuleStore } from "./store.js";
-import type { Rule } from "./types.js";
+import type { Rule } from "../rule-model/index.js";
 import { checkActions, checkExpression } from "./validate.js";
 
 /** A rule as the caller sees it. */

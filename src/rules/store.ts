@@ -1,7 +1,7 @@
 import type { EventBus } from "../bus/index.js";
 import { ApiError } from "../errors/index.js";
 import { isoNow, type Db } from "../store/index.js";
-import type { Rule } from "./types.js";
+import type { Rule } from "../rule-model/index.js";
 
 /** Generated ids: `<prefix><n>` with n left-padded to 8 digits. */
 const PAD = 8;

@@ -1,8 +1,8 @@
 import { checkActionConfig, parseTemplate, TemplateError } from "../actions/index.js";
 import { ApiError, invalid } from "../errors/index.js";
 import type { RuleBody } from "./schema.js";
-import type { ActionItem, ExpressionItem, Poi, Polygon } from "./types.js";
-import { GEOFENCE_OPERATORS, POI_OPERATORS, VALUE_OPERATORS } from "./types.js";
+import type { ActionItem, ExpressionItem, Poi, Polygon } from "../rule-model/index.js";
+import { GEOFENCE_OPERATORS, POI_OPERATORS, VALUE_OPERATORS } from "../rule-model/index.js";
 
 /** A resource of the thing, or `<nestedType>.<resource>`. */
 const RESOURCE = /^(?:[A-Za-z0-9_-]+\.)?[A-Za-z0-9_:-]+$/;

@@ -1,6 +1,8 @@
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
-import type { Db } from "./index.js";
+import type Database from "better-sqlite3";
+
+type Db = Database.Database;
 
 export interface Checkpointer {
   /** Stops the background thread; the database's own close then checkpoints what is left. */

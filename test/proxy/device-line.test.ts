@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { authentication } from "../../src/api/index.js";
 import { createProxy, type Proxy } from "../../src/proxy/index.js";
 import { startTestDms, type TestDms } from "../support/dms.js";
 import { Received, device, freePortRange, open, waitFor } from "./support.js";
@@ -8,12 +9,16 @@ let proxy: Proxy;
 beforeAll(async () => {
   t = await startTestDms();
   // A short serial deadline stands in for the interface's 10 s.
-  proxy = createProxy(t.dms.services, {
-    serialTimeoutMs: 200,
-    devicePort: 0,
-    controlPort: 0,
-    ports: await freePortRange(2),
-  });
+  const services = t.dms.services;
+  proxy = createProxy(
+    { ...services, things: services.registry, authentication: authentication(services) },
+    {
+      serialTimeoutMs: 200,
+      devicePort: 0,
+      controlPort: 0,
+      ports: await freePortRange(2),
+    },
+  );
   await proxy.start();
 });
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import { booleanPointInPolygon } from "@turf/boolean-point-in-polygon";
 import { polygon as turfPolygon } from "@turf/helpers";
-import type { Poi } from "../../rules/index.js";
+import type { Poi } from "../../rule-model/index.js";
 import { RuleCompileError } from "./errors.js";
 
 /** `[lon, lat]`, the GeoJSON order turf works in. */

@@ -1,5 +1,5 @@
-import type { ExpressionItem, Operator, Rule } from "../../rules/index.js";
-import { OPERATORS } from "../../rules/index.js";
+import type { ExpressionItem, Operator, Rule } from "../../rule-model/index.js";
+import { OPERATORS } from "../../rule-model/index.js";
 import { UNTYPED, splitResource, type EvalContext } from "./context.js";
 import { RuleCompileError } from "./errors.js";
 import {

@@ -1,4 +1,4 @@
-/** The rule resource of the interface. */
+/** The rule resource of the interface: a leaf module that the engine, the actions, the bus and the rules service all read, so none of them imports another for it. */
 
 export const VALUE_OPERATORS = ["gt", "gte", "lt", "lte", "eq", "ne"] as const;
 export const GEOFENCE_OPERATORS = ["inside", "outside", "enter", "leave"] as const;
