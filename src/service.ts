@@ -119,7 +119,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     metrics,
     bus,
     identity,
-    tokens: new Tokens(secret, clock),
+    tokens: new Tokens(secret, clock, db),
     registry,
     observations: new ObservationStore(db),
     signer,

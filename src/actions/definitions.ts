@@ -4,7 +4,7 @@ import { emailAction } from "./email.js";
 import { eventAction } from "./event.js";
 import { setResourceAction } from "./set-resource.js";
 import { smsAction } from "./sms.js";
-import { strings, parseTemplate, TemplateError } from "./template.js";
+import { strings, parseTemplate, TemplateError, TEMPLATE_MAX_VARIABLES } from "./template.js";
 import { webhookAction } from "./webhook.js";
 
 export const ACTION_DEFINITIONS: Readonly<Record<ActionType, ActionDefinition<Record<string, unknown>>>> = {
@@ -14,6 +14,12 @@ export const ACTION_DEFINITIONS: Readonly<Record<ActionType, ActionDefinition<Re
   SMS: smsAction,
   EVENT: eventAction,
 };
+
+/**
+ * At most this many `${...}` in one action config, all strings together: with
+ * the per-expression budget it bounds both the check at CREATE and one delivery's substitution.
+ */
+export const ACTION_MAX_VARIABLES = 2 * TEMPLATE_MAX_VARIABLES;
 
 export type ConfigCheck =
   { ok: true; config: Record<string, unknown> } | { ok: false; path: string[]; message: string };
@@ -31,7 +37,12 @@ export function checkActionConfig(type: ActionType, config: unknown, options: Va
     const absent = issue.code === "invalid_type" && valueAt(config, path) === undefined;
     return { ok: false, path, message: absent ? "is required" : issue.message };
   }
+  let variables = 0;
   for (const [path, text] of strings(parsed.data)) {
+    variables += text.split("${").length - 1;
+    if (variables > ACTION_MAX_VARIABLES) {
+      return { ok: false, path, message: `more than ${ACTION_MAX_VARIABLES} \${...} variables in one action` };
+    }
     try {
       parseTemplate(text);
     } catch (e) {

@@ -22,7 +22,8 @@ export { ACTION_DEFINITIONS, checkActionConfig, type ConfigCheck } from "./defin
 export { parseTemplate, substitute, strings, template, Template, TemplateError, type Scope } from "./template.js";
 export { payloadScope } from "./scope.js";
 export { realTimers, type Timers } from "./timers.js";
-export { isPrivateAddress, isPrivateHost } from "./net.js";
+export { addressProblem, isPrivateAddress, isPrivateHost } from "./net.js";
+export { webhookDnsProblem } from "./webhook.js";
 export { splitResource, RESERVED_TYPES } from "./set-resource.js";
 export { truncate, SMS_MAX_LENGTH } from "./sms.js";
 export { actionsMigrations } from "./migrations.js";

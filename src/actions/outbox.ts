@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import { Counter, Histogram, type Registry } from "prom-client";
 import type { Logger } from "../observability/index.js";
 import type { ActionType } from "../rule-model/index.js";
@@ -62,6 +63,7 @@ export const DEFAULT_CONCURRENCY = 64;
  * finds their keys and sends nothing twice; then they are pruned.
  */
 export const DELIVERED_RETENTION_MS = 7 * 24 * 3600_000;
+/** Rule and variable pairs already logged as unknown; one evicted is logged once more. */
 const UNKNOWN_LOG_LIMIT = 10_000;
 
 /**
@@ -78,7 +80,7 @@ export class Outbox implements ActionSink {
   private readonly concurrency: number;
   private readonly deliverers: Record<ActionType, (d: Delivery<Record<string, unknown>>) => Promise<void>>;
   private readonly inFlight = new Set<Promise<void>>();
-  private readonly unknownLogged = new Set<string>();
+  private readonly unknownLogged = new LRUCache<string, true>({ max: UNKNOWN_LOG_LIMIT });
   private readonly stmt;
   private readonly metrics;
   private running = false;
@@ -325,8 +327,7 @@ export class Outbox implements ActionSink {
   private unknownVariable(ruleId: string, variable: string): void {
     const key = `${ruleId}\u0000${variable}`;
     if (this.unknownLogged.has(key)) return;
-    if (this.unknownLogged.size >= UNKNOWN_LOG_LIMIT) this.unknownLogged.clear();
-    this.unknownLogged.add(key);
+    this.unknownLogged.set(key, true);
     this.logger.warn({ rule: ruleId, variable }, "unknown ${} variable in an action config: substituted by ''");
   }
 }

@@ -1,13 +1,20 @@
-import { parse, type EvalFunction } from "mathjs";
+import { LRUCache } from "lru-cache";
+// The expression compiler itself, not engine/compile's index: that pulls in the rule compiler, which needs
+// src/rules, which validates action configs with this file.
+import { RuleCompileError, compileScopeExpression, readPath, type ScopeExpression } from "../engine/index.js";
 
-/** Thrown for a `${...}` that does not close or does not parse. */
+/** Thrown for a `${...}` that does not close, does not parse, or is not allowed. */
 export class TemplateError extends Error {}
+
+/** At most this many `${...}` in one string: with the per-expression budget, this bounds one rendering. */
+export const TEMPLATE_MAX_VARIABLES = 100;
 
 interface Expr {
   source: string;
-  /** A plain dotted path (`thing.thingName`) is looked up; anything else is a mathjs expression. */
+  /** A plain dotted path (`thing.thingName`) is looked up and keeps its value as is. */
   path?: string[];
-  fn?: EvalFunction;
+  /** Anything else is arithmetic, compiled by the rule-value whitelist (src/engine/compile/expression.ts). */
+  compiled?: ScopeExpression;
 }
 
 type Part = string | Expr;
@@ -58,21 +65,13 @@ export class Template {
 }
 
 function evaluate(expr: Expr, scope: Scope): unknown {
-  if (expr.path) {
-    let value: unknown = scope;
-    for (const key of expr.path) {
-      if (value === null || typeof value !== "object" || !Object.hasOwn(value, key)) return undefined;
-      value = (value as Record<string, unknown>)[key];
-    }
-    return value;
-  }
-  try {
-    const value: unknown = expr.fn!.evaluate({ ...scope });
-    return value === null || value === undefined ? undefined : value;
-  } catch {
-    // An undefined symbol or a type mismatch: the variable is unknown for this payload.
-    return undefined;
-  }
+  if (expr.path) return readPath(scope, expr.path);
+  const { compiled } = expr;
+  // A name the payload lacks makes the whole variable unknown (not NaN or a half result).
+  if (compiled!.names.some((name) => readPath(scope, name) === undefined)) return undefined;
+  const value = compiled!.evaluate(scope);
+  // NaN: arithmetic over something that is not a number, which has no value to show.
+  return value === null || value === undefined || Number.isNaN(value) ? undefined : value;
 }
 
 function text(value: unknown): string {
@@ -85,6 +84,7 @@ function text(value: unknown): string {
 export function parseTemplate(source: string): Template {
   const parts: Part[] = [];
   let at = 0;
+  let variables = 0;
   while (at < source.length) {
     const open = source.indexOf("${", at);
     if (open < 0) {
@@ -94,6 +94,9 @@ export function parseTemplate(source: string): Template {
     if (open > at) parts.push(source.slice(at, open));
     const close = matchingBrace(source, open + 2);
     if (close < 0) throw new TemplateError(`unclosed \${ at position ${open}`);
+    if (++variables > TEMPLATE_MAX_VARIABLES) {
+      throw new TemplateError(`more than ${TEMPLATE_MAX_VARIABLES} \${...} variables`);
+    }
     parts.push(compileExpr(source.slice(open + 2, close).trim()));
     at = close + 1;
   }
@@ -117,24 +120,36 @@ function compileExpr(source: string): Expr {
   if (source === "") throw new TemplateError("empty ${}");
   if (PATH.test(source)) return { source, path: source.split(".") };
   try {
-    return { source, fn: parse(source).compile() };
+    return { source, compiled: compileScopeExpression(source, source) };
   } catch (e) {
-    throw new TemplateError(`\${${source}} does not parse: ${(e as Error).message}`);
+    if (e instanceof RuleCompileError) throw new TemplateError(e.reason);
+    throw e;
   }
 }
 
-const cache = new Map<string, Template>();
-const CACHE_LIMIT = 10_000;
+/** Parsed templates kept, by count and by total source length (docs/engine.md, "Caches"). */
+export const TEMPLATE_CACHE_MAX = 5_000;
+export const TEMPLATE_CACHE_MAX_CHARS = 16 * 1024 * 1024;
+
+const cache = new LRUCache<string, Template>({
+  max: TEMPLATE_CACHE_MAX,
+  maxSize: TEMPLATE_CACHE_MAX_CHARS,
+  sizeCalculation: (_t, source) => source.length + 1,
+});
 
 /** parseTemplate with a cache: action configs repeat the same strings for every delivery. */
 export function template(source: string): Template {
   let t = cache.get(source);
   if (!t) {
-    if (cache.size >= CACHE_LIMIT) cache.clear();
     t = parseTemplate(source);
     cache.set(source, t);
   }
   return t;
+}
+
+/** How many parsed templates are cached now (for the bounded-memory test). */
+export function templateCacheSize(): number {
+  return cache.size;
 }
 
 /** Every string in `value` (deeply) rendered against `scope`. */

@@ -3,7 +3,7 @@ import { Agent as HttpsAgent } from "node:https";
 import got, { RequestError } from "got";
 import { z } from "zod";
 import { DEFAULT_RETRY, PermanentFailure, defineAction } from "./action.js";
-import { isPrivateHost, publicOnlyLookup } from "./net.js";
+import { hostProblem, publicOnlyLookup, resolvedProblem } from "./net.js";
 
 export const WEBHOOK_METHODS = ["GET", "POST", "PUT", "DELETE", "HEAD"] as const;
 /** A request that has not answered in this time is a failed attempt. */
@@ -38,7 +38,26 @@ function uriProblem(uri: string, allowPrivate: boolean): string | undefined {
     return "not a URL";
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") return "only http and https are supported";
-  if (!allowPrivate && isPrivateHost(url.hostname)) return `${url.hostname} is a loopback, link-local or private host`;
+  const problem = allowPrivate ? undefined : hostProblem(url.hostname);
+  return problem && `${url.hostname} is not a public address: ${problem}`;
+}
+
+/**
+ * The DNS half of the CREATE/UPDATE check, which the synchronous schema cannot
+ * do: each WEBHOOK whose literal uri names a host must not resolve to a
+ * non-public address now. Answers the first problem as `{index, message}`.
+ */
+export async function webhookDnsProblem(
+  actions: readonly { type: string; config: unknown }[],
+  allowPrivate: boolean,
+): Promise<{ index: number; message: string } | undefined> {
+  if (allowPrivate) return undefined;
+  for (const [index, action] of actions.entries()) {
+    const uri = (action.config as { uri?: unknown } | null)?.uri;
+    if (action.type !== "WEBHOOK" || typeof uri !== "string" || uri.includes("${") || !URL.canParse(uri)) continue;
+    const problem = await resolvedProblem(new URL(uri).hostname);
+    if (problem) return { index, message: problem };
+  }
   return undefined;
 }
 

@@ -36,4 +36,19 @@ export const authMigrations: Migration[] = [
       );
     `,
   },
+  {
+    id: "auth-002-refresh-tokens",
+    up: `
+      CREATE TABLE refresh_tokens (
+        jti TEXT PRIMARY KEY,
+        family TEXT NOT NULL,
+        user_name TEXT NOT NULL,
+        expires_at INTEGER NOT NULL,
+        used_at INTEGER,
+        revoked_at INTEGER
+      );
+      CREATE INDEX refresh_tokens_family ON refresh_tokens(family);
+      CREATE INDEX refresh_tokens_expires ON refresh_tokens(expires_at);
+    `,
+  },
 ];

@@ -2,7 +2,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { randomSecret } from "../config/index.js";
-import { ensureDir } from "../store/index.js";
+import { ensureDir, type Db } from "../store/index.js";
+import { RefreshTokens, type RefreshGrant } from "./refresh.js";
 
 export const ACCESS_TOKEN_SECONDS = 60 * 60;
 export const REFRESH_TOKEN_SECONDS = 7 * 24 * 60 * 60;
@@ -15,19 +16,42 @@ export interface Credentials {
   expiresIn: number;
 }
 
-/** Signs and checks the HS256 JWTs of login and refresh. */
+/** Signs and checks the HS256 JWTs of login and refresh; refresh tokens rotate (see RefreshTokens). */
 export class Tokens {
+  /** Undefined without a database: such Tokens (benches, tests minting access tokens) redeem no refresh token. */
+  private readonly refresh: RefreshTokens | undefined;
+
   constructor(
     private readonly secret: string,
     private readonly clock: () => number = Date.now,
-  ) {}
+    db?: Db,
+  ) {
+    this.refresh = db && new RefreshTokens(db, clock);
+  }
 
-  async issue(userName: string): Promise<Credentials> {
+  /**
+   * New credentials for `userName`. Without `family` (a login) the refresh
+   * token starts a family; an exchange passes the family of the token it used up.
+   */
+  async issue(userName: string, family: string = randomSecret()): Promise<Credentials> {
+    const jti = randomSecret();
+    const refreshToken = await this.sign(userName, "refresh", REFRESH_TOKEN_SECONDS, jti);
+    this.refresh?.issued(jti, family, userName, this.clock() + REFRESH_TOKEN_SECONDS * 1000);
     return {
       token: await this.sign(userName, "access", ACCESS_TOKEN_SECONDS),
-      refreshToken: await this.sign(userName, "refresh", REFRESH_TOKEN_SECONDS),
+      refreshToken,
       expiresIn: ACCESS_TOKEN_SECONDS,
     };
+  }
+
+  /**
+   * Uses a refresh token up: its user and family, or undefined for a bad,
+   * expired, revoked or already used one (a reuse also revokes its family).
+   */
+  async redeem(refreshToken: string): Promise<RefreshGrant | undefined> {
+    const payload = this.payload(refreshToken, "refresh");
+    if (!payload || typeof payload.jti !== "string") return undefined;
+    return this.refresh?.redeem(payload.jti, payload.sub as string);
   }
 
   /**
@@ -36,6 +60,10 @@ export class Tokens {
    * one that issued the token, so tests that move time see consistent tokens.
    */
   async verify(token: string, kind: TokenKind): Promise<string | undefined> {
+    return this.payload(token, kind)?.sub as string | undefined;
+  }
+
+  private payload(token: string, kind: TokenKind): Record<string, unknown> | undefined {
     const parts = token.split(".");
     if (parts.length !== 3) return undefined;
     const [header, body, signature] = parts as [string, string, string];
@@ -47,13 +75,13 @@ export class Tokens {
     const now = Math.floor(this.clock() / 1000);
     if (payload.typ !== kind || typeof payload.sub !== "string") return undefined;
     if (typeof payload.exp !== "number" || payload.exp <= now) return undefined;
-    return payload.sub;
+    return payload;
   }
 
-  private async sign(sub: string, typ: TokenKind, seconds: number): Promise<string> {
+  private async sign(sub: string, typ: TokenKind, seconds: number, jti = randomSecret()): Promise<string> {
     const iat = Math.floor(this.clock() / 1000);
-    // jti makes two tokens issued in the same second differ, so a refresh always yields a new token.
-    const payload = { sub, typ, iat, exp: iat + seconds, jti: randomSecret().slice(0, 12) };
+    // jti makes two tokens issued in the same second differ; a refresh token's names its row in refresh_tokens.
+    const payload = { sub, typ, iat, exp: iat + seconds, jti };
     const head = `${base64url({ alg: "HS256", typ: "JWT" })}.${base64url(payload)}`;
     return `${head}.${this.hmac(head)}`;
   }

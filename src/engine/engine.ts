@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { ActionSink, RulePayload, TriggeredAction } from "./sink.js";
+import { LRUCache } from "lru-cache";
 import type { StoredObservationInput } from "../observations/index.js";
 import type { Rule } from "../rule-model/index.js";
 import {
@@ -13,6 +13,7 @@ import {
   type CompileOptions,
 } from "./compile/index.js";
 import { MAX_DEAD_LETTER_PAYLOAD, type DeadLetter, type DeadLetterReason } from "./dead-letters.js";
+import type { ActionSink, RulePayload, TriggeredAction } from "./sink.js";
 import type { StateStore, ThingState, ThresholdState } from "./state.js";
 import type { ThingInfo, ThingResolver } from "./things.js";
 import type { NestedObservation, RawObservation } from "./types.js";
@@ -82,6 +83,8 @@ interface Pending {
 }
 
 const MAX_SPARE_THRESHOLDS = 10_000;
+/** Unknown thing names remembered, so a stream of them does not hit the registry each time. */
+const UNKNOWN_THINGS_CACHE = 10_000;
 
 function newPending(raw: RawObservation, rt: Runtime): Pending {
   return {
@@ -128,7 +131,8 @@ export class RuleEngine {
   private readonly rules = new Map<string, CompiledRule>();
   private readonly types = new Map<string, TypeRules>();
   private readonly runtimes = new Map<string, Runtime>();
-  private readonly unknown = new Set<string>();
+  /** Thing names found unknown, so their observations skip the registry: keyed by input, so bounded. */
+  private readonly unknown = new LRUCache<string, true>({ max: UNKNOWN_THINGS_CACHE });
   private readonly ctx = new EvalContext();
   private readonly matched: CompiledRule[] = [];
   /**
@@ -650,7 +654,7 @@ export class RuleEngine {
     if (this.unknown.has(thingName)) return undefined;
     const info = this.options.resolveThing(thingName);
     if (info === undefined) {
-      this.unknown.add(thingName);
+      this.unknown.set(thingName, true);
       return undefined;
     }
     let state = this.options.state.thing(thingName);

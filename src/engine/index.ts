@@ -6,8 +6,11 @@ export type { ObservationIngest } from "./ingest.js";
 export type { ActionSink, RulePayload, TriggeredAction } from "./sink.js";
 export {
   compileRule,
+  compileScopeExpression,
+  readPath,
   RuleCompileError,
   readGeoPoint,
+  type ScopeExpression,
   type CompiledRule,
   type CompileOptions,
   type ExpressionMode,

@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import type { ExecutionRow, ThingJobs } from "./jobs.js";
 import { DEVICE_STATUSES, TERMINAL, type DeviceStatus } from "./types.js";
 
@@ -30,6 +31,7 @@ class DeviceError extends Error {
 
 const MAX_STEP_MINUTES = 10080;
 const DOC_CACHE = 1000;
+const NOTIFIED_CACHE = 100_000;
 
 /**
  * The device side of thing jobs over MQTT (AWS IoT Jobs topics under
@@ -39,9 +41,13 @@ const DOC_CACHE = 1000;
  */
 export class DeviceJobs {
   /** Job documents never change once uploaded, so a parsed copy can be reused. */
-  private readonly docs = new Map<string, unknown>();
-  private readonly lastNotify = new Map<string, string>();
-  private readonly lastNext = new Map<string, string>();
+  private readonly docs = new LRUCache<string, { document: unknown }>({ max: DOC_CACHE });
+  /**
+   * What was last notified per thing, to send only changes. Bounded: a thing evicted here gets
+   * one repeated notification, which devices must tolerate anyway (MQTT is at-least-once).
+   */
+  private readonly lastNotify = new LRUCache<string, string>({ max: NOTIFIED_CACHE });
+  private readonly lastNext = new LRUCache<string, string>({ max: NOTIFIED_CACHE });
 
   constructor(private readonly jobs: ThingJobs) {}
 
@@ -187,11 +193,12 @@ export class DeviceJobs {
   private document(jobId: string): unknown {
     const documentId = this.jobs.jobRow(jobId)?.document_id;
     if (!documentId) return {};
-    if (!this.docs.has(documentId)) {
-      if (this.docs.size >= DOC_CACHE) this.docs.clear();
-      this.docs.set(documentId, this.jobs.documentOf(jobId));
+    let cached = this.docs.get(documentId);
+    if (!cached) {
+      cached = { document: this.jobs.documentOf(jobId) };
+      this.docs.set(documentId, cached);
     }
-    return this.docs.get(documentId);
+    return cached.document;
   }
 }
 

@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type AddressInfo, type Server } from "node:net";
 import { Aedes, type AuthenticateError, type Client } from "aedes";
@@ -39,6 +40,8 @@ const REPLY = /\/(accepted|rejected|notify|notify-next)$/;
 const NOTIFY_SLICE = 500;
 const BAD_CREDENTIALS = 4;
 const IDENTIFIER_REJECTED = 2;
+/** Things whose secret passed recently (one sha256 each); an evicted one pays scrypt once more. */
+const VERIFIED_CACHE = 100_000;
 
 /**
  * The device MQTT bridge: routes `things/{thingName}/jobs/...` requests to the
@@ -53,7 +56,7 @@ export class DeviceBridge {
   private client: MqttClient | undefined;
   private unsubscribe: (() => void)[] = [];
   /** thingName → sha256 of a secret that passed scrypt, so reconnect storms do not each pay ~50 ms. */
-  private readonly verified = new Map<string, Buffer>();
+  private readonly verified = new LRUCache<string, Buffer>({ max: VERIFIED_CACHE });
   private boundPort: number | undefined;
   private readonly notifyQueue = new Set<string>();
   private draining = false;

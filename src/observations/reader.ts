@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import type { Db } from "../store/index.js";
 import type { Statement } from "better-sqlite3";
 
@@ -18,6 +19,8 @@ export interface CandidateFilter {
 /** SQLite integers stop at 2^63; a range open on one side is bounded by these. */
 const MIN_TS = -8_640_000_000_000_000;
 const MAX_TS = 8_640_000_000_000_000;
+/** Prepared statements kept; one per (types, names) count of a query. */
+const STATEMENT_CACHE = 256;
 
 /**
  * Reads of the observation table for FIND and exports. The indexes on
@@ -25,7 +28,8 @@ const MAX_TS = 8_640_000_000_000_000;
  * are prepared once per shape of IN list.
  */
 export class ObservationReader {
-  private readonly statements = new Map<string, Statement>();
+  /** Keyed by how many types and names a query lists, which the caller chooses: bounded. */
+  private readonly statements = new LRUCache<string, Statement>({ max: STATEMENT_CACHE });
 
   constructor(private readonly db: Db) {}
 

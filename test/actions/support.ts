@@ -51,7 +51,9 @@ export interface Received {
 /** A real HTTP server on loopback that records requests and answers what `respond` says. */
 export class Receiver {
   readonly requests: Received[] = [];
-  respond: (req: Received, n: number) => { status: number; body?: string } = () => ({ status: 200 });
+  respond: (req: Received, n: number) => { status: number; body?: string; headers?: Record<string, string> } = () => ({
+    status: 200,
+  });
   private server: Server | undefined;
   url = "";
 
@@ -71,7 +73,7 @@ export class Receiver {
         };
         this.requests.push(r);
         const answer = this.respond(r, this.requests.length);
-        res.writeHead(answer.status, { "content-type": "application/json" });
+        res.writeHead(answer.status, { "content-type": "application/json", ...answer.headers });
         res.end(answer.body ?? "{}");
       });
     });

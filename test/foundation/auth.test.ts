@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Tokens } from "../../src/auth/index.js";
 import { API_KEY, startTestDms, type TestDms } from "../support/dms.js";
@@ -119,5 +122,76 @@ describe("service endpoints", () => {
   it("answers 413 for a body over the limit", async () => {
     const res = await login({ userName: "alice", password: "x".repeat(5 * 1024 * 1024) });
     expect(res.status).toBe(413);
+  });
+});
+
+// Issue 14, finding 8: a refresh token could be exchanged again and again. Now each exchange uses it up.
+describe("refresh tokens rotate", () => {
+  const refresh = (dms: TestDms, refreshToken: string) => dms.call("POST", "/auth/refresh", { body: { refreshToken } });
+  const loginAt = async (dms: TestDms): Promise<string> => {
+    const res = await fetch(`${dms.url}/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": API_KEY },
+      body: JSON.stringify({ userName: "alice", password: "alice-pw" }),
+    });
+    return (await json(res)).credentials.refreshToken;
+  };
+
+  it("each exchange answers a new refresh token; reusing an old one is refused and revokes its family", async () => {
+    const first = await loginAt(t);
+    const other = await loginAt(t); // another login: another family
+    const one = await refresh(t, first);
+    expect(one.status).toBe(200);
+    const second = (await json(one)).credentials.refreshToken;
+    expect(second).not.toBe(first);
+    const two = await refresh(t, second);
+    expect(two.status).toBe(200);
+    const third = (await json(two)).credentials.refreshToken;
+
+    // `first` again: refused with the interface's key for a bad token...
+    const reused = await refresh(t, first);
+    expect(reused.status).toBe(401);
+    expect((await json(reused)).messageKey).toBe("UNAUTHORIZED");
+    // ...and the family is gone: its newest token no longer works either.
+    expect((await refresh(t, third)).status).toBe(401);
+    // A token of another login is untouched.
+    expect((await refresh(t, other)).status).toBe(200);
+  });
+
+  it("holds across processes sharing the data dir and across a restart", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "dms-refresh-"));
+    try {
+      const a = await startTestDms({ dataDir });
+      const b = await startTestDms({ dataDir });
+      let afterRestart: string;
+      let usedBefore: string;
+      try {
+        const token = await loginAt(a);
+        // Exchanged at b, then presented again at a: a sees b's use.
+        const atB = await refresh(b, token);
+        expect(atB.status).toBe(200);
+        const next = (await json(atB)).credentials.refreshToken;
+        expect((await refresh(a, token)).status).toBe(401);
+        expect((await refresh(b, next)).status).toBe(401); // family revoked for both
+        afterRestart = await loginAt(a);
+        usedBefore = await loginAt(b);
+        expect((await refresh(a, usedBefore)).status).toBe(200);
+      } finally {
+        await a.close();
+        await b.close();
+      }
+      const c = await startTestDms({ dataDir });
+      try {
+        // Issued before the restart, unused: good once, then used up.
+        expect((await refresh(c, afterRestart)).status).toBe(200);
+        expect((await refresh(c, afterRestart)).status).toBe(401);
+        // Used before the restart: still refused after it.
+        expect((await refresh(c, usedBefore)).status).toBe(401);
+      } finally {
+        await c.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

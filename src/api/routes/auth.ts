@@ -36,7 +36,8 @@ const refresh = createRoute({
   responses: jsonResponses(LoginResponse),
 });
 
-async function session(services: Services, userName: string): Promise<z.infer<typeof LoginResponse>> {
+/** `family`: the refresh-token family an exchange continues; a login starts one. */
+async function session(services: Services, userName: string, family?: string): Promise<z.infer<typeof LoginResponse>> {
   const user = services.identity.user(userName);
   if (!user) throw new ApiError("UNAUTHORIZED", "Unknown user");
   return {
@@ -46,7 +47,7 @@ async function session(services: Services, userName: string): Promise<z.infer<ty
       domainName: user.homeDomain,
       domainPath: services.identity.pathOf(user.homeDomain) ?? user.homeDomain,
     },
-    credentials: await services.tokens.issue(user.userName),
+    credentials: await services.tokens.issue(user.userName, family),
     permissions: user.privileges,
   };
 }
@@ -60,8 +61,9 @@ export const authRoutes: RouteModule = (app, services) => {
   });
 
   app.openapi(refresh, async (c) => {
-    const userName = await services.tokens.verify(c.req.valid("json").refreshToken, "refresh");
-    if (!userName) throw new ApiError("UNAUTHORIZED", "Missing, expired or invalid refresh token");
-    return c.json(await session(services, userName), 200);
+    // Each refresh token is good for one exchange; a reused one also revokes its family (src/auth/refresh.ts).
+    const grant = await services.tokens.redeem(c.req.valid("json").refreshToken);
+    if (!grant) throw new ApiError("UNAUTHORIZED", "Missing, expired, used or invalid refresh token");
+    return c.json(await session(services, grant.userName, grant.family), 200);
   });
 };

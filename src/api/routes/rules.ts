@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { required } from "../../errors/index.js";
+import { webhookDnsProblem } from "../../actions/index.js";
+import { ApiError, required } from "../../errors/index.js";
 import { BulkUpdateSchema, CreateRuleBodySchema, DryRunSchema, RuleBodySchema } from "../../rules/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
@@ -102,17 +103,35 @@ const test = createRoute({
   ),
 });
 
-export const ruleRoutes: RouteModule = (app, { rules }) => {
+export const ruleRoutes: RouteModule = (app, { rules, config }) => {
+  /** A webhook host that resolves to a non-public address now is refused at once (delivery checks again). */
+  const checkDns = async (actions: readonly { type: string; config: unknown }[]): Promise<void> => {
+    const problem = await webhookDnsProblem(actions, config.DMS_WEBHOOK_ALLOW_PRIVATE);
+    if (!problem) return;
+    const property = `actions.${problem.index}.config.uri`;
+    throw new ApiError(
+      "INVALID_RULE_CONFIG",
+      `Action ${problem.index} (WEBHOOK): ${property} ${problem.message}`,
+      property,
+    );
+  };
   app.openapi(list, (c) => c.json(rules.list(c.get("principal")), 200));
-  app.openapi(create, (c) => c.json(rules.create(c.get("principal"), c.req.valid("json")), 201));
-  app.openapi(test, (c) => {
+  app.openapi(create, async (c) => {
+    const body = c.req.valid("json");
+    await checkDns(body.actions);
+    return c.json(rules.create(c.get("principal"), body), 201);
+  });
+  app.openapi(test, async (c) => {
     const { rule, observations } = c.req.valid("json");
+    await checkDns(rule.actions);
     return c.json(rules.test(c.get("principal"), rule, observations), 200);
   });
   app.openapi(get, (c) => c.json(rules.get(c.get("principal"), idOf(c.req.valid("param").id)), 200));
-  app.openapi(update, (c) =>
-    c.json(rules.update(c.get("principal"), idOf(c.req.valid("param").id), c.req.valid("json")), 200),
-  );
+  app.openapi(update, async (c) => {
+    const body = c.req.valid("json");
+    await checkDns(body.actions);
+    return c.json(rules.update(c.get("principal"), idOf(c.req.valid("param").id), body), 200);
+  });
   app.openapi(remove, (c) => {
     rules.remove(c.get("principal"), idOf(c.req.valid("param").id));
     return c.body(null, 200);

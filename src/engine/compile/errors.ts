@@ -6,7 +6,11 @@ import { ApiError } from "../../errors/index.js";
  * `property` names the expression item (`expression[1].value`).
  */
 export class RuleCompileError extends ApiError {
-  constructor(property: string, why: string) {
-    super("INVALID_ARGUMENTS", `Property ${property} is invalid: ${why}`, property);
+  constructor(
+    property: string,
+    /** What is wrong, without the property: action templates put it under their own key. */
+    readonly reason: string,
+  ) {
+    super("INVALID_ARGUMENTS", `Property ${property} is invalid: ${reason}`, property);
   }
 }

@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 import { compile as mathCompile, parse, type MathNode } from "mathjs";
 import type { NestedObservation } from "../types.js";
 import { nestedValue, splitResource, type EvalContext } from "./context.js";
@@ -87,7 +88,29 @@ interface Ref {
   resource: string;
 }
 
-function parseChecked(source: string, property: string): { root: MathNode; code: string } {
+/**
+ * The budget of one `${...}`: its text and its syntax tree are bounded, and
+ * the whitelist has no loops, ranges, matrices or user functions, so one
+ * evaluation runs at most EXPRESSION_MAX_NODES operations: no expression can
+ * hold the event loop, whatever it holds.
+ */
+export const EXPRESSION_MAX_LENGTH = 1000;
+export const EXPRESSION_MAX_NODES = 200;
+
+/**
+ * How an expression reads a dotted name: the JavaScript that reads it from
+ * `ctx`, or a RuleCompileError for a name the reader does not offer.
+ */
+type NameReader = (path: readonly string[], property: string) => string;
+
+function parseChecked(
+  source: string,
+  property: string,
+  names: NameReader = ruleNames,
+): { root: MathNode; code: string } {
+  if (source.length > EXPRESSION_MAX_LENGTH) {
+    throw new RuleCompileError(property, `\${...} is longer than ${EXPRESSION_MAX_LENGTH} characters`);
+  }
   let root: MathNode;
   try {
     root = parse(source);
@@ -95,7 +118,8 @@ function parseChecked(source: string, property: string): { root: MathNode; code:
     throw new RuleCompileError(property, `cannot parse \${${source}}: ${(err as Error).message}`);
   }
   // Restriction first, whatever the mode: only arithmetic over references, constants and plain functions.
-  return { root, code: generate(root, property, true) };
+  const budget = { nodes: EXPRESSION_MAX_NODES };
+  return { root, code: generate(root, { property, names, budget }, true) };
 }
 
 const JS_COMPARISON: Record<string, string> = { gt: ">", gte: ">=", lt: "<", lte: "<=", eq: "===", ne: "!==" };
@@ -126,41 +150,94 @@ export function compileComparison(
     else if (typeof v !== "string" || typeof r !== "string") return false;
     return v ${js} r;
   };`;
-  return generated(body) as (ctx: EvalContext) => boolean;
+  return generated<EvalContext>(body) as (ctx: EvalContext) => boolean;
 }
+
+/** At most this many generated functions are kept for sharing (docs/engine.md, "Caches"). */
+export const GENERATED_CACHE_MAX = 10_000;
 
 /**
  * Generated functions by their text: identical conditions (the same check in
  * many thing types' rules) share one function, so V8 compiles, optimises and
  * caches its code once instead of once per rule. They read only `ctx`, so
- * sharing is safe. Bounded by the number of distinct texts in the rules.
+ * sharing is safe. Least recently used texts are evicted: a compiled rule
+ * keeps its own functions alive, so eviction only ends sharing, and the dry
+ * run's stream of distinct expressions cannot grow the process.
  */
-const GENERATED = new Map<string, (ctx: EvalContext) => unknown>();
+const GENERATED = new LRUCache<string, (ctx: never) => unknown>({ max: GENERATED_CACHE_MAX });
 
-function generated(body: string): (ctx: EvalContext) => unknown {
+/** How many generated functions are cached now (for the bounded-memory test). */
+export function generatedCacheSize(): number {
+  return GENERATED.size;
+}
+
+function generated<C>(body: string): (ctx: C) => unknown {
   let fn = GENERATED.get(body);
   if (fn === undefined) {
-    const factory = new Function("num", "nested", body) as (
+    const factory = new Function("num", "nested", "at", body) as (
       n: typeof num,
       nv: typeof nestedValue,
-    ) => (ctx: EvalContext) => unknown;
-    fn = factory(num, nestedValue);
+      a: typeof readPath,
+    ) => (ctx: never) => unknown;
+    fn = factory(num, nestedValue, readPath);
     GENERATED.set(body, fn);
   }
-  return fn;
+  return fn as (ctx: C) => unknown;
+}
+
+/** The value at a dotted path of `scope`, reading own properties only; undefined when absent. */
+export function readPath(scope: unknown, path: readonly string[]): unknown {
+  let value = scope;
+  for (const key of path) {
+    if (value === null || typeof value !== "object" || !Object.hasOwn(value, key)) return undefined;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return value;
+}
+
+/** A `${...}` of an action template, compiled by the same whitelist as rule values. */
+export interface ScopeExpression {
+  /** The value over the payload scope; NaN where an operand is not a number. */
+  evaluate: (scope: object) => unknown;
+  /** Every dotted name it reads, so the caller can tell an unknown variable from a result. */
+  names: readonly (readonly string[])[];
+}
+
+/**
+ * Compiles one `${...}` of an action template. The names it may read are any
+ * dotted path of the payload scope (`observation.temp`, `thing.state.level`,
+ * `timestamp`); everything else is the rule-value whitelist and budget.
+ */
+export function compileScopeExpression(source: string, property: string): ScopeExpression {
+  const names: string[][] = [];
+  const collect: NameReader = (path) => {
+    names.push([...path]);
+    return `at(ctx, ${JSON.stringify(path)})`;
+  };
+  const { code } = parseChecked(source, property, collect);
+  return { evaluate: generated<object>(`return function value(ctx) { return ${code}; };`), names };
 }
 
 function compileOne(source: string, property: string, mode: ExpressionMode): ValueFn {
   const { root, code } = parseChecked(source, property);
   if (mode === "mathjs") return viaMathjs(root, source);
   // The generated text holds only operators, numbers, quoted names and Math.* calls (see generate).
-  return generated(`return function value(ctx) { return ${code}; };`);
+  return generated<EvalContext>(`return function value(ctx) { return ${code}; };`);
 }
 
-function generate(node: MathNode, property: string, top: boolean): string {
+interface Generation {
+  property: string;
+  names: NameReader;
+  /** Syntax nodes still allowed. */
+  budget: { nodes: number };
+}
+
+function generate(node: MathNode, g: Generation, top: boolean): string {
+  const { property } = g;
   const bad = (why: string): never => {
     throw new RuleCompileError(property, why);
   };
+  if (--g.budget.nodes < 0) bad(`\${...} has more than ${EXPRESSION_MAX_NODES} terms`);
   switch (node.type) {
     case "ConstantNode": {
       const v = (node as unknown as { value: unknown }).value;
@@ -168,16 +245,15 @@ function generate(node: MathNode, property: string, top: boolean): string {
       return bad("unsupported constant");
     }
     case "ParenthesisNode":
-      return `(${generate((node as unknown as { content: MathNode }).content, property, top)})`;
+      return `(${generate((node as unknown as { content: MathNode }).content, g, top)})`;
     case "SymbolNode":
     case "AccessorNode": {
-      const ref = reference(node, property);
-      const read = readCode(ref);
+      const read = g.names(pathOf(node, property), property);
       return top ? read : `num(${read})`;
     }
     case "OperatorNode": {
       const op = node as unknown as { fn: string; args: MathNode[] };
-      const args = op.args.map((a) => generate(a, property, false));
+      const args = op.args.map((a) => generate(a, g, false));
       if (op.fn === "unaryMinus") return `(-${args[0]})`;
       if (op.fn === "unaryPlus") return `(+${args[0]})`;
       if (op.fn === "not") return `(!${args[0]})`;
@@ -188,13 +264,13 @@ function generate(node: MathNode, property: string, top: boolean): string {
     }
     case "ConditionalNode": {
       const c = node as unknown as { condition: MathNode; trueExpr: MathNode; falseExpr: MathNode };
-      return `(${generate(c.condition, property, false)} ? ${generate(c.trueExpr, property, false)} : ${generate(c.falseExpr, property, false)})`;
+      return `(${generate(c.condition, g, false)} ? ${generate(c.trueExpr, g, false)} : ${generate(c.falseExpr, g, false)})`;
     }
     case "FunctionNode": {
       const f = node as unknown as { fn: MathNode; args: MathNode[] };
       const name = f.fn.type === "SymbolNode" ? (f.fn as unknown as { name: string }).name : "";
       if (!FUNCTIONS.has(name)) return bad(`function ${name || "?"} is not allowed`);
-      const args = f.args.map((a) => generate(a, property, false));
+      const args = f.args.map((a) => generate(a, g, false));
       if (name === "round" && args.length === 2)
         return `(Math.round(${args[0]} * 10 ** ${args[1]}) / 10 ** ${args[1]})`;
       return `Math.${name}(${args.join(", ")})`;
@@ -205,8 +281,8 @@ function generate(node: MathNode, property: string, top: boolean): string {
   }
 }
 
-/** `thing.state.<resource>` or `observation.<resource>` (also `observation.state.<resource>`). */
-function reference(node: MathNode, property: string): Ref {
+/** The dotted name a symbol or a chain of `.name` / `["name"]` accessors spells. */
+function pathOf(node: MathNode, property: string): string[] {
   const path: string[] = [];
   let n: MathNode = node;
   while (n.type === "AccessorNode") {
@@ -221,6 +297,13 @@ function reference(node: MathNode, property: string): Ref {
   }
   if (n.type !== "SymbolNode") throw new RuleCompileError(property, "unsupported reference");
   path.unshift((n as unknown as { name: string }).name);
+  return path;
+}
+
+/** Rule values read `thing.state.<resource>` or `observation.<resource>` (also `observation.state.<resource>`). */
+const ruleNames: NameReader = (path, property) => readCode(reference(path, property));
+
+function reference(path: readonly string[], property: string): Ref {
   if (path[0] === "thing" && path[1] === "state" && path.length >= 3) {
     return { scope: "thing", resource: path.slice(2).join(".") };
   }

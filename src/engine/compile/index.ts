@@ -10,4 +10,4 @@ export { RuleSet } from "./ruleset.js";
 export { EvalContext, UNTYPED, splitResource } from "./context.js";
 export { RuleCompileError } from "./errors.js";
 export { readGeoPoint, type LonLat } from "./geo.js";
-export type { ExpressionMode } from "./expression.js";
+export { compileScopeExpression, readPath, type ExpressionMode, type ScopeExpression } from "./expression.js";

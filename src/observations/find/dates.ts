@@ -1,3 +1,4 @@
+import { LRUCache } from "lru-cache";
 /**
  * Dates as Elasticsearch 5.6 reads and writes them: Joda-style formats, the
  * named formats a dashboard uses, date math (`now-1d/d`, `2014-11-18||/M`),
@@ -12,7 +13,9 @@ const DAY = 86_400_000;
 
 export const UTC: Zone = () => 0;
 
-const zoneCache = new Map<string, Zone>();
+/** Zones and formats by the name a query gives: bounded, as the names are the caller's. */
+const DATE_CACHE = 1000;
+const zoneCache = new LRUCache<string, Zone>({ max: DATE_CACHE });
 
 /** A zone by its ES name: `+01:00`, `-08:00`, `Z`, `UTC` or an IANA name. Undefined if unknown. */
 export function parseZone(name: string): Zone | undefined {
@@ -151,7 +154,7 @@ const NAMED: Record<string, string> = {
   hour_minute_second: "HH:mm:ss",
 };
 
-const formatCache = new Map<string, DateFormat>();
+const formatCache = new LRUCache<string, DateFormat>({ max: DATE_CACHE });
 
 /** The ES format string (alternatives joined by `||`), or undefined when a part is not understood. */
 export function parseFormat(spec: string): DateFormat | undefined {
