@@ -3,7 +3,7 @@ import { ApiError } from "../errors/index.js";
 import type { ApiEnv, Services } from "./context.js";
 
 /** Paths that need neither key nor token: probes, the API description, and signed-URL transfers. */
-const OPEN = [/^\/healthz$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/.*)?$/, /^\/storage\//];
+const OPEN = [/^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/.*)?$/, /^\/storage\//];
 /** Paths that need the API key but no token. */
 const KEY_ONLY = [/^\/auth\/(login|refresh)$/];
 
