@@ -23,7 +23,14 @@ import { ObservationReader, ObservationStore, createExports } from "./observatio
 import { SearchIndex } from "./search/index.js";
 import { UrlSigner, signingKey } from "./signing/index.js";
 import { openDatabase, startCheckpointer } from "./store/index.js";
-import { ThingRegistry } from "./things/index.js";
+import {
+  CredentialsBusyError,
+  DeviceCredentials,
+  ThingRegistry,
+  deviceSecretKey,
+  registerCredentialMetrics,
+} from "./things/index.js";
+import { Readiness } from "./readiness/index.js";
 
 /** A part of the service with a life of its own (listeners, consumers, schedulers). */
 export interface Component {
@@ -49,9 +56,15 @@ export interface StartOptions {
   actionConcurrency?: number;
   /** How often the job scheduler looks for due timers (ms); tests shorten it. */
   jobsPollMs?: number;
+  /** Called once the REST interface listens, before provisioning and the components start. */
+  onListening?: (url: string) => void;
 }
 
-/** Opens storage, applies provisioning and starts the parts `DMS_ROLES` names. */
+/**
+ * Opens storage, starts listening (so that `/healthz` and `/readyz` answer at
+ * once), applies provisioning, then starts the parts `DMS_ROLES` names;
+ * `/readyz` answers 200 from then on. Resolves when everything has started.
+ */
 export async function startDms(config: Config, options: StartOptions = {}): Promise<Dms> {
   const logger = options.logger ?? createLogger(config.DMS_LOG_LEVEL);
   const clock = options.clock ?? options.timers?.now ?? Date.now;
@@ -67,13 +80,16 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     config.DMS_DATA_DIR === ":memory:" ? undefined : new BusRelay({ db, bus, logger, pollMs: config.DMS_BUS_POLL_MS });
   relay?.start();
   const identity = new Identity(db, bus);
-  const registry = new ThingRegistry(db, bus, (id) => identity.domain(id) !== undefined);
+  const credentials = new DeviceCredentials({ key: deviceSecretKey(config.DMS_DATA_DIR) });
+  const registry = new ThingRegistry(db, bus, (id) => identity.domain(id) !== undefined, credentials);
+  const readiness = new Readiness();
   let publicUrl = config.DMS_PUBLIC_URL;
   const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
   const fileStore = new LocalFileStore({ db, dir: fileStoreDir(config.DMS_DATA_DIR), clock });
   // Built before provisioning so that the bus keeps it current from the first change on.
   const search = new SearchIndex({ identity, registry }, bus);
   const metrics = createMetrics();
+  registerCredentialMetrics(credentials, metrics.registry);
   const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
   const ruleStore = new RuleStore(db, bus, config.ruleIdPrefix);
   const events = new EventStore(db, clock);
@@ -141,11 +157,10 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     clock,
     jobs,
     ingest: observationsTopic?.ingest,
+    readiness,
   };
-  if (config.DMS_PROVISION) {
-    await provisionFromFile(config.DMS_PROVISION, services);
-    logger.info({ file: config.DMS_PROVISION }, "provisioning applied");
-  }
+  const provisioning = config.DMS_PROVISION ? readiness.register("provisioning", "not started") : undefined;
+  const startup = readiness.register("components", "waiting for provisioning");
 
   const components: Component[] = [
     // Instant exports run in whichever process accepted them, so the runner stops with every process.
@@ -194,6 +209,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
         onPendingChanged: (listener) => bus.follow("jobs.pending", ({ things }) => listener(new Set(things))),
       },
       verifyThingSecret: (thingName, s) => registry.verifyThingSecret(thingName, s),
+      isBusy: (err) => err instanceof CredentialsBusyError,
       bus,
       logger,
       registry: services.metrics.registry,
@@ -235,11 +251,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   };
 
   try {
-    for (const c of components) {
-      await c.start();
-      started.push(c);
-      logger.info({ component: c.name }, "started");
-    }
+    // Listening first: probes and the admin API answer while a large provisioning file is applied.
     if (config.roles.has("api")) {
       server = await listen(app, config.DMS_HTTP_HOST, config.DMS_HTTP_PORT);
       const { port } = server.address() as AddressInfo;
@@ -247,7 +259,25 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
       // A port chosen by the OS (tests) is known only now: signed URLs must point at it.
       if (config.DMS_HTTP_PORT === 0 && publicUrl.endsWith(":0")) publicUrl = url;
       logger.info({ port }, "REST interface listening");
+      options.onListening?.(url);
     }
+    if (config.DMS_PROVISION && provisioning) {
+      provisioning.waiting(`reading ${config.DMS_PROVISION}`);
+      const summary = await provisionFromFile(config.DMS_PROVISION, services, ({ thingsDone, thingsTotal }) =>
+        provisioning.waiting(`things ${thingsDone} of ${thingsTotal} applied`),
+      );
+      provisioning.ready();
+      logger.info({ file: config.DMS_PROVISION, ...summary, secretHashes: credentials.work }, "provisioning applied");
+    }
+    // The engine and the device bridge start on a complete registry: no observation of a thing
+    // the file is about to create ends as a dead letter, no device is refused for a secret not yet applied.
+    for (const c of components) {
+      startup.waiting(`starting ${c.name}`);
+      await c.start();
+      started.push(c);
+      logger.info({ component: c.name }, "started");
+    }
+    startup.ready();
   } catch (err) {
     await close();
     throw err;

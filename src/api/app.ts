@@ -43,6 +43,13 @@ export function createApp(services: Services, modules: readonly RouteModule[]): 
     services.db.prepare("SELECT 1").get();
     return c.json({ status: "ok" });
   });
+  // 503 with what is still awaited, 200 once every registered condition is met.
+  app.get("/readyz", (c) => {
+    const { ready, conditions } = services.readiness.status();
+    return ready
+      ? c.json({ status: "ready", conditions }, 200)
+      : c.json({ status: "waiting", waitingFor: conditions.filter((x) => !x.ready), conditions }, 503);
+  });
   app.get("/metrics", async (c) =>
     c.body(await metrics.registry.metrics(), 200, { "content-type": metrics.registry.contentType }),
   );

@@ -9,7 +9,7 @@ export interface AuthEnv {
 }
 
 /** Paths that need neither key nor token: probes, the API description, and signed-URL transfers. */
-const OPEN = [/^\/healthz$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/.*)?$/, /^\/storage\//];
+const OPEN = [/^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/.*)?$/, /^\/storage\//];
 /** Paths that need the API key but no token. */
 const KEY_ONLY = [/^\/auth\/(login|refresh)$/];
 

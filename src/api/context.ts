@@ -17,6 +17,7 @@ import type { UrlSigner } from "../signing/index.js";
 import type { RuleStore, RulesService } from "../rules/index.js";
 import type { Db } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
+import type { Readiness } from "../readiness/index.js";
 
 /** What every route module may use. Capabilities add their services here as they land. */
 export interface Services {
@@ -64,6 +65,8 @@ export interface Services {
   jobScheduler?: JobScheduler;
   /** The device MQTT bridge when this process has the `mqtt` role. */
   deviceBridge?: DeviceBridge;
+  /** What the service waits for before it takes traffic (`GET /readyz`); parts register conditions. */
+  readiness: Readiness;
 }
 
 export interface ApiEnv {

@@ -1,5 +1,3 @@
-import { LRUCache } from "lru-cache";
-import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type AddressInfo, type Server } from "node:net";
 import { Aedes, type AuthenticateError, type Client } from "aedes";
 import mqtt, { type MqttClient } from "mqtt";
@@ -28,7 +26,10 @@ export interface DeviceBridgeOptions {
   port: number;
   host: string;
   jobs: DeviceJobsEndpoint;
+  /** Whether the secret is the thing's; may throw `busy()`-marked errors when it cannot check now. */
   verifyThingSecret(thingName: string, secret: string): Promise<boolean>;
+  /** An error of `verifyThingSecret` meaning "try later" (CONNACK 3), not "refused". */
+  isBusy?: (err: unknown) => boolean;
   bus: EventBus;
   logger: Logger;
   /** Where the bridge registers its metrics (`metrics.registry`). */
@@ -40,8 +41,9 @@ const REPLY = /\/(accepted|rejected|notify|notify-next)$/;
 const NOTIFY_SLICE = 500;
 const BAD_CREDENTIALS = 4;
 const IDENTIFIER_REJECTED = 2;
-/** Things whose secret passed recently (one sha256 each); an evicted one pays scrypt once more. */
-const VERIFIED_CACHE = 100_000;
+const SERVER_UNAVAILABLE = 3;
+/** Pending TCP connections the kernel may queue: a reconnect storm must not be dropped at the door. */
+const ACCEPT_BACKLOG = 4096;
 
 /**
  * The device MQTT bridge: routes `things/{thingName}/jobs/...` requests to the
@@ -55,9 +57,9 @@ export class DeviceBridge {
   private server: Server | undefined;
   private client: MqttClient | undefined;
   private unsubscribe: (() => void)[] = [];
-  /** thingName → sha256 of a secret that passed scrypt, so reconnect storms do not each pay ~50 ms. */
-  private readonly verified = new LRUCache<string, Buffer>({ max: VERIFIED_CACHE });
   private boundPort: number | undefined;
+  /** Connected devices of the embedded broker by thingName (= client id). */
+  private readonly sessions = new Map<string, Client>();
   private readonly notifyQueue = new Set<string>();
   private draining = false;
   private readonly received: Counter<"kind">;
@@ -103,7 +105,10 @@ export class DeviceBridge {
         for (const t of things) this.notifyQueue.add(t);
         this.scheduleDrain();
       }),
-      bus.follow("thing.changed", (e) => this.verified.delete(e.thingName)),
+      // A deleted thing's device loses its session at once, not at its next connect.
+      bus.follow("thing.changed", (e) => {
+        if (e.change === "deleted") this.sessions.get(e.thingName)?.close();
+      }),
     );
     if (this.options.mqttUrl) await this.connectExternal(this.options.mqttUrl);
     else await this.listenEmbedded();
@@ -187,6 +192,7 @@ export class DeviceBridge {
         this.authenticate(client, username, password).then(
           (code) => (code === 0 ? done(null, true) : done(authError(code), false)),
           (err: unknown) => {
+            if (this.options.isBusy?.(err)) return done(authError(SERVER_UNAVAILABLE), false);
             this.options.logger.error({ err }, "MQTT authentication failed");
             done(authError(BAD_CREDENTIALS), false);
           },
@@ -201,6 +207,10 @@ export class DeviceBridge {
         done(null, ownTopic(client.id, sub.topic) ? sub : null);
       },
     });
+    broker.on("client", (client) => this.sessions.set(client.id, client));
+    broker.on("clientDisconnect", (client) => {
+      if (this.sessions.get(client.id) === client) this.sessions.delete(client.id);
+    });
     broker.on("publish", (packet, client) => {
       if (!client) return;
       // Answered on a later turn: publishing from inside aedes' delivery chain nests one stack frame
@@ -212,7 +222,7 @@ export class DeviceBridge {
     const server = createServer(broker.handle);
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(this.options.port, this.options.host, () => resolve());
+      server.listen({ port: this.options.port, host: this.options.host, backlog: ACCEPT_BACKLOG }, () => resolve());
     });
     this.broker = broker;
     this.server = server;
@@ -253,13 +263,8 @@ export class DeviceBridge {
   ): Promise<number> {
     if (!username || !password) return BAD_CREDENTIALS;
     if (client.id !== username) return IDENTIFIER_REJECTED;
-    const secret = password.toString("utf8");
-    const digest = createHash("sha256").update(secret).digest();
-    const known = this.verified.get(username);
-    if (known && timingSafeEqual(known, digest)) return 0;
-    if (!(await this.options.verifyThingSecret(username, secret))) return BAD_CREDENTIALS;
-    this.verified.set(username, digest);
-    return 0;
+    // Cached and cheap where the secret allows it (src/things/credentials.ts).
+    return (await this.options.verifyThingSecret(username, password.toString("utf8"))) ? 0 : BAD_CREDENTIALS;
   }
 }
 

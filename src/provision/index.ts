@@ -39,18 +39,8 @@ const ProvisionSchema = z.object({
       }),
     )
     .default([]),
-  things: z
-    .array(
-      z.object({
-        thingName: z.string().min(1),
-        thingType: z.string().min(1),
-        domain: z.string().min(1),
-        serial: z.string().optional(),
-        secret: z.string().optional(),
-        label: z.string().optional(),
-      }),
-    )
-    .default([]),
+  // Entries are checked in slices as they are applied (`ThingEntrySchema`): 100,000 at once would hold the loop.
+  things: z.array(z.unknown()).default([]),
   thingGroups: z
     .array(
       z.object({
@@ -63,7 +53,32 @@ const ProvisionSchema = z.object({
     .default([]),
 });
 
-export type Provision = z.input<typeof ProvisionSchema>;
+const ThingEntrySchema = z.object({
+  thingName: z.string().min(1),
+  thingType: z.string().min(1),
+  domain: z.string().min(1),
+  serial: z.string().optional(),
+  secret: z.string().optional(),
+  label: z.string().optional(),
+});
+
+export type Provision = Omit<z.input<typeof ProvisionSchema>, "things"> & {
+  things?: z.input<typeof ThingEntrySchema>[];
+};
+
+/** How far provisioning got: readiness and logs report it. */
+export interface ProvisionProgress {
+  thingsDone: number;
+  thingsTotal: number;
+}
+
+/** What applying the things changed. */
+export interface ProvisionSummary {
+  things: { created: number; updated: number; unchanged: number };
+}
+
+/** Entries validated per turn of the event loop. */
+const VALIDATE_SLICE = 5000;
 
 export interface ProvisionTarget {
   db: Db;
@@ -71,21 +86,29 @@ export interface ProvisionTarget {
   registry: ThingRegistry;
 }
 
-export async function provisionFromFile(file: string, target: ProvisionTarget): Promise<void> {
+export async function provisionFromFile(
+  file: string,
+  target: ProvisionTarget,
+  onProgress?: (progress: ProvisionProgress) => void,
+): Promise<ProvisionSummary> {
   let json: unknown;
   try {
     json = JSON.parse(await readFile(file, "utf8"));
   } catch (e) {
     throw new Error(`DMS_PROVISION: cannot read ${file}: ${(e as Error).message}`, { cause: e });
   }
-  await provision(json, target);
+  return provision(json, target, onProgress);
 }
 
 /**
  * Applies a provisioning document: creates what is missing and brings what
  * exists to the document's values. Applying it twice changes nothing.
  */
-export async function provision(document: unknown, { identity, registry }: ProvisionTarget): Promise<void> {
+export async function provision(
+  document: unknown,
+  { identity, registry }: ProvisionTarget,
+  onProgress?: (progress: ProvisionProgress) => void,
+): Promise<ProvisionSummary> {
   const parsed = ProvisionSchema.safeParse(document);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -118,6 +141,33 @@ export async function provision(document: unknown, { identity, registry }: Provi
     });
   }
   for (const t of doc.thingTypes) registry.putThingType({ ...t, label: t.label ?? t.id }, "upsert");
-  for (const t of doc.things) await registry.putThing(t, "upsert");
+  const things = await thingEntries(doc.things);
+  const outcomes = await registry.putThings(things, {
+    mode: "upsert",
+    provisioned: true,
+    onProgress: (thingsDone, thingsTotal) => onProgress?.({ thingsDone, thingsTotal }),
+  });
+  const summary: ProvisionSummary = { things: { created: 0, updated: 0, unchanged: 0 } };
+  outcomes.forEach((outcome, i) => {
+    if (outcome.status === "failed") {
+      throw new Error(`DMS_PROVISION: things.${i} (${things[i]!.thingName}): ${outcome.error.message}`);
+    }
+    summary.things[outcome.status]++;
+  });
   for (const g of doc.thingGroups) registry.putGroup({ ...g, name: g.name ?? g.id }, "upsert");
+  return summary;
+}
+
+async function thingEntries(entries: unknown[]): Promise<z.output<typeof ThingEntrySchema>[]> {
+  const things: z.output<typeof ThingEntrySchema>[] = [];
+  for (let i = 0; i < entries.length; i++) {
+    if (i > 0 && i % VALIDATE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve));
+    const parsed = ThingEntrySchema.safeParse(entries[i]);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      throw new Error(`DMS_PROVISION: things.${[i, ...issue.path].join(".")}: ${issue.message}`);
+    }
+    things.push(parsed.data);
+  }
+  return things;
 }

@@ -9,5 +9,19 @@ export {
   type Thing,
   type ThingGroup,
   type NewThing,
+  type ThingWrite,
+  type ThingOutcome,
+  type WriteMode,
+  type PutThingsOptions,
 } from "./registry.js";
+export {
+  DeviceCredentials,
+  CredentialsBusyError,
+  deviceSecretKey,
+  registerCredentialMetrics,
+  generateDeviceSecret,
+  isGeneratedSecret,
+  GENERATED_PREFIX,
+  type CredentialWork,
+} from "./credentials.js";
 export { thingsMigrations } from "./migrations.js";

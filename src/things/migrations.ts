@@ -46,4 +46,15 @@ export const thingsMigrations: Migration[] = [
       CREATE INDEX thing_group_members_thing ON thing_group_members(thing_name);
     `,
   },
+  {
+    // What the provisioning file last applied to each thing (a keyed digest of its entry), so that an
+    // unchanged entry is skipped at the next start without hashing its secret again.
+    id: "things-002-provisions",
+    up: `
+      CREATE TABLE thing_provisions (
+        thing_name TEXT PRIMARY KEY REFERENCES things(thing_name) ON DELETE CASCADE,
+        digest TEXT NOT NULL
+      );
+    `,
+  },
 ];

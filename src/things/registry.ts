@@ -1,7 +1,9 @@
+import { randomBytes } from "node:crypto";
+import type { Statement } from "better-sqlite3";
 import type { EventBus } from "../bus/index.js";
 import { ApiError, invalid, notFound } from "../errors/index.js";
-import { hashSecret, verifySecret } from "../auth/index.js";
 import { isoNow, type Db } from "../store/index.js";
+import { CredentialsBusyError, DeviceCredentials, generateDeviceSecret, isGeneratedSecret } from "./credentials.js";
 
 export const DATA_TYPES = ["long", "double", "string", "boolean", "geo_point", "date", "unknown"] as const;
 export const RESOURCE_TYPES = ["thing", "sub-thing", "virtual", "platform"] as const;
@@ -51,11 +53,43 @@ export interface NewThing {
   label?: string | undefined;
 }
 
+/** A thing to create or change; `generateSecret` makes dms generate its secret (returned once). */
+export interface ThingWrite extends NewThing {
+  generateSecret?: boolean | undefined;
+}
+
+export type WriteMode = "create" | "update" | "upsert";
+
+export type ThingOutcome =
+  | { status: "created" | "updated" | "unchanged"; thing: Thing; secret?: string }
+  | { status: "failed"; error: ApiError };
+
+export interface PutThingsOptions {
+  mode: WriteMode;
+  /** Refuses one thing (throws an ApiError) before anything of it is written: privileges. */
+  authorize?: (input: ThingWrite, existing: Thing | undefined) => void;
+  /**
+   * Written by the provisioning file: an entry whose digest is the one applied
+   * last, on a thing nothing else changed since, is skipped without hashing.
+   */
+  provisioned?: boolean;
+  onProgress?: (done: number, total: number) => void;
+}
+
+interface KnownReferences {
+  domains: Map<string, boolean>;
+  types: Map<string, boolean>;
+}
+
+/** Things written per transaction (and per turn of the event loop). */
+const THING_CHUNK = 500;
+
 interface ThingRow {
   thing_name: string;
   thing_type: string;
   domain: string;
   serial: string | null;
+  secret_hash: string | null;
   label: string | null;
   created_at: string;
   updated_at: string;
@@ -65,10 +99,14 @@ const NAME_PATTERN = /^[0-9A-Za-z_.:-]{1,128}$/;
 
 /** Thing types with their resource definitions, things and thing groups. */
 export class ThingRegistry {
+  private readonly statements = new Map<string, Statement<unknown[], unknown>>();
+
   constructor(
     private readonly db: Db,
     private readonly bus: EventBus,
     private readonly domainExists: (id: string) => boolean,
+    /** Device secrets' hashing; without one, a random key lives as long as the registry (tests). */
+    readonly credentials: DeviceCredentials = new DeviceCredentials({ key: randomBytes(32) }),
   ) {}
 
   // ---- thing types ----
@@ -160,12 +198,12 @@ export class ThingRegistry {
   // ---- things ----
 
   thing(thingName: string): Thing | undefined {
-    const row = this.db.prepare<[string], ThingRow>("SELECT * FROM things WHERE thing_name = ?").get(thingName);
+    const row = this.q<[string], ThingRow>("SELECT * FROM things WHERE thing_name = ?").get(thingName);
     return row && toThing(row);
   }
 
   thingBySerial(serial: string): Thing | undefined {
-    const row = this.db.prepare<[string], ThingRow>("SELECT * FROM things WHERE serial = ?").get(serial);
+    const row = this.q<[string], ThingRow>("SELECT * FROM things WHERE serial = ?").get(serial);
     return row && toThing(row);
   }
 
@@ -180,61 +218,176 @@ export class ThingRegistry {
   }
 
   /** Creates or changes a thing; `serial`, `secret` and `label` left out keep their value. */
-  async putThing(input: NewThing, mode: "create" | "update" | "upsert"): Promise<Thing> {
-    if (!NAME_PATTERN.test(input.thingName)) {
-      throw invalid("thingName", "1-128 characters of 0-9, A-Z, a-z, '_', '.', ':' or '-'");
+  async putThing(input: ThingWrite, mode: WriteMode): Promise<Thing> {
+    const [outcome] = await this.putThings([input], { mode });
+    if (outcome!.status === "failed") throw outcome!.error;
+    return outcome!.thing;
+  }
+
+  /**
+   * Creates or changes many things, each on its own (one failing does not stop
+   * the others), in transactions of `THING_CHUNK` that yield to the event loop
+   * between them: a hundred thousand things neither hold the loop nor make
+   * one transaction of minutes. Each outcome is at its input's index.
+   */
+  async putThings(inputs: readonly ThingWrite[], options: PutThingsOptions): Promise<ThingOutcome[]> {
+    const outcomes: ThingOutcome[] = [];
+    const known: KnownReferences = { domains: new Map(), types: new Map() };
+    for (let from = 0; from < inputs.length; from += THING_CHUNK) {
+      if (from > 0) await new Promise((resolve) => setImmediate(resolve));
+      const chunk = inputs.slice(from, from + THING_CHUNK);
+      outcomes.push(...(await this.putChunk(chunk, options, known)));
+      options.onProgress?.(outcomes.length, inputs.length);
     }
-    this.checkThing(input, mode);
-    const secretHash = input.secret === undefined ? null : await this.secretHashFor(input.thingName, input.secret);
-    // Checked again after the await: from here on nothing else runs until the write,
-    // so a concurrent create of the same name or serial answers ALREADY_EXISTS, not a constraint error.
-    const existing = this.checkThing(input, mode);
-    const storedHash = this.db
-      .prepare<[string], { secret_hash: string | null }>("SELECT secret_hash FROM things WHERE thing_name = ?")
-      .get(input.thingName)?.secret_hash;
+    return outcomes;
+  }
+
+  private async putChunk(
+    chunk: readonly ThingWrite[],
+    options: PutThingsOptions,
+    known: KnownReferences,
+  ): Promise<ThingOutcome[]> {
+    const { mode, provisioned } = options;
+    const names = JSON.stringify(chunk.map((t) => t.thingName));
+    const rows = new Map(
+      this.q<[string], ThingRow>("SELECT * FROM things WHERE thing_name IN (SELECT value FROM json_each(?))")
+        .all(names)
+        .map((r) => [r.thing_name, r]),
+    );
+    const memos = provisioned
+      ? new Map(
+          this.q<[string], { thing_name: string; digest: string }>(
+            "SELECT thing_name, digest FROM thing_provisions WHERE thing_name IN (SELECT value FROM json_each(?))",
+          )
+            .all(names)
+            .map((r) => [r.thing_name, r.digest]),
+        )
+      : undefined;
+    const outcomes = new Array<ThingOutcome>(chunk.length);
+    // First what can fail or must wait (names, references, privileges, slow hashes), then one transaction.
+    const pending: { index: number; digest?: string; secret?: string; secretHash: Promise<string | null> }[] = [];
+    chunk.forEach((input, index) => {
+      try {
+        if (!NAME_PATTERN.test(input.thingName)) {
+          throw invalid("thingName", "1-128 characters of 0-9, A-Z, a-z, '_', '.', ':' or '-'");
+        }
+        this.checkReferences(input, known);
+        const row = rows.get(input.thingName);
+        const existing = row && toThing(row);
+        checkMode(input.thingName, existing, mode);
+        options.authorize?.(input, existing);
+        let digest: string | undefined;
+        if (memos) {
+          const { thingName, thingType, domain, serial, secret, label } = input;
+          digest = this.credentials.entryDigest({ thingName, thingType, domain, serial, secret, label });
+          if (existing && memos.get(thingName) === digest) {
+            outcomes[index] = { status: "unchanged", thing: existing };
+            return;
+          }
+        }
+        const secret = input.generateSecret ? generateDeviceSecret() : input.secret;
+        const secretHash = secret === undefined ? null : this.secretHashFor(input.thingName, secret, row?.secret_hash);
+        pending.push({
+          index,
+          digest,
+          secret: input.generateSecret ? secret : undefined,
+          secretHash: Promise.resolve(secretHash),
+        });
+      } catch (err) {
+        outcomes[index] = failed(err);
+      }
+    });
+    const hashes = await Promise.allSettled(pending.map((p) => p.secretHash));
+    const events: { thingName: string; change: "created" | "updated" }[] = [];
+    this.db.transaction(() => {
+      pending.forEach((p, n) => {
+        const input = chunk[p.index]!;
+        const hashed = hashes[n]!;
+        try {
+          if (hashed.status === "rejected") throw hashed.reason;
+          // Checked again: another write may have come between the reads above and this transaction.
+          const existing = this.checkThing(input, mode);
+          const change = this.writeThing(input, existing, hashed.value);
+          if (p.digest !== undefined) {
+            this.q(
+              `INSERT INTO thing_provisions (thing_name, digest) VALUES (?, ?)
+               ON CONFLICT(thing_name) DO UPDATE SET digest = excluded.digest`,
+            ).run(input.thingName, p.digest);
+          } else if (change !== "unchanged") {
+            // Changed by another hand than the file's: the next start applies the file's entry again.
+            this.q("DELETE FROM thing_provisions WHERE thing_name = ?").run(input.thingName);
+          }
+          if (change !== "unchanged") events.push({ thingName: input.thingName, change });
+          const thing = change === "unchanged" ? existing! : this.thing(input.thingName)!;
+          outcomes[p.index] =
+            p.secret === undefined ? { status: change, thing } : { status: change, thing, secret: p.secret };
+        } catch (err) {
+          outcomes[p.index] = failed(err);
+        }
+      });
+      // In the transaction, so that the relay's copy of each change commits with it.
+      for (const e of events) this.bus.emit("thing.changed", e);
+    })();
+    return outcomes;
+  }
+
+  /** Writes the thing unless it already holds these values; `secretHash` null keeps the stored one. */
+  private writeThing(
+    input: NewThing,
+    existing: Thing | undefined,
+    secretHash: string | null,
+  ): "created" | "updated" | "unchanged" {
     if (
       existing &&
       existing.thingType === input.thingType &&
       existing.domain === input.domain &&
       (input.serial === undefined || input.serial === existing.serial) &&
       (input.label === undefined || input.label === existing.label) &&
-      (secretHash === null || secretHash === storedHash)
+      (secretHash === null || secretHash === this.storedHash(input.thingName))
     ) {
-      return existing;
+      return "unchanged";
     }
     const now = isoNow();
-    this.db
-      .prepare(
-        `INSERT INTO things (thing_name, thing_type, domain, serial, secret_hash, label, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT(thing_name) DO UPDATE SET thing_type = excluded.thing_type, domain = excluded.domain,
-           serial = COALESCE(excluded.serial, serial), secret_hash = COALESCE(excluded.secret_hash, secret_hash),
-           label = COALESCE(excluded.label, label), updated_at = excluded.updated_at`,
-      )
-      .run(
-        input.thingName,
-        input.thingType,
-        input.domain,
-        input.serial ?? null,
-        secretHash,
-        input.label ?? null,
-        now,
-        now,
-      );
-    this.bus.emit("thing.changed", { thingName: input.thingName, change: existing ? "updated" : "created" });
-    return this.thing(input.thingName)!;
+    this.q(
+      `INSERT INTO things (thing_name, thing_type, domain, serial, secret_hash, label, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(thing_name) DO UPDATE SET thing_type = excluded.thing_type, domain = excluded.domain,
+         serial = COALESCE(excluded.serial, serial), secret_hash = COALESCE(excluded.secret_hash, secret_hash),
+         label = COALESCE(excluded.label, label), updated_at = excluded.updated_at`,
+    ).run(
+      input.thingName,
+      input.thingType,
+      input.domain,
+      input.serial ?? null,
+      secretHash,
+      input.label ?? null,
+      now,
+      now,
+    );
+    return existing ? "updated" : "created";
   }
 
-  private checkThing(input: NewThing, mode: "create" | "update" | "upsert"): Thing | undefined {
-    if (!this.domainExists(input.domain)) throw notFound("DOMAIN_NOT_FOUND", `Domain ${input.domain}`, "domain");
-    if (!this.thingType(input.thingType)) {
-      throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${input.thingType}`, "thingType");
+  /** The domain and thing type exist (remembered in `known` for the rest of a bulk call). */
+  private checkReferences(input: NewThing, known?: KnownReferences): void {
+    let domain = known?.domains.get(input.domain);
+    if (domain === undefined) {
+      domain = this.domainExists(input.domain);
+      known?.domains.set(input.domain, domain);
     }
+    if (!domain) throw notFound("DOMAIN_NOT_FOUND", `Domain ${input.domain}`, "domain");
+    let type = known?.types.get(input.thingType);
+    if (type === undefined) {
+      type =
+        this.q<[string], { id: string }>("SELECT id FROM thing_types WHERE id = ?").get(input.thingType) !== undefined;
+      known?.types.set(input.thingType, type);
+    }
+    if (!type) throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${input.thingType}`, "thingType");
+  }
+
+  private checkThing(input: NewThing, mode: WriteMode): Thing | undefined {
+    this.checkReferences(input);
     const existing = this.thing(input.thingName);
-    if (existing && mode === "create") {
-      throw new ApiError("ALREADY_EXISTS", `Thing ${input.thingName} already exists`, "thingName");
-    }
-    if (!existing && mode === "update") throw notFound("THING_NOT_FOUND", `Thing ${input.thingName}`, "thingName");
+    checkMode(input.thingName, existing, mode);
     if (input.serial !== undefined) {
       const holder = this.thingBySerial(input.serial);
       if (holder && holder.thingName !== input.thingName) {
@@ -252,21 +405,56 @@ export class ThingRegistry {
     this.bus.emit("thing.changed", { thingName, change: "deleted" });
   }
 
-  /** Checks a device's credentials (MQTT and proxy); a thing without a secret cannot connect. */
+  /**
+   * Checks a device's credentials (MQTT); a thing without a secret cannot
+   * connect. A generated secret answers at once; a chosen one may wait for a
+   * KDF slot (`CredentialsBusyError` when too many wait).
+   */
   async verifyThingSecret(thingName: string, secret: string): Promise<boolean> {
-    const row = this.db
-      .prepare<[string], { secret_hash: string | null }>("SELECT secret_hash FROM things WHERE thing_name = ?")
-      .get(thingName);
-    return row?.secret_hash ? verifySecret(secret, row.secret_hash) : false;
+    const stored = this.storedHash(thingName);
+    if (!stored) return false;
+    const verdict = await this.credentials.verify(thingName, secret, stored);
+    if (verdict.upgrade) {
+      // Only if nobody changed the secret meanwhile; no event: the secret is the same, only its hash moved.
+      this.q("UPDATE things SET secret_hash = ? WHERE thing_name = ? AND secret_hash = ?").run(
+        verdict.upgrade,
+        thingName,
+        stored,
+      );
+    }
+    return verdict.ok;
   }
 
-  /** Keeps the stored hash when the secret is unchanged, so provisioning twice does not rehash. */
-  private async secretHashFor(thingName: string, secret: string): Promise<string> {
-    const row = this.db
-      .prepare<[string], { secret_hash: string | null }>("SELECT secret_hash FROM things WHERE thing_name = ?")
-      .get(thingName);
-    if (row?.secret_hash && (await verifySecret(secret, row.secret_hash))) return row.secret_hash;
-    return hashSecret(secret);
+  /**
+   * The hash to store for `secret`: the stored one when it already is this
+   * secret's (a chosen secret's scrypt hash is salted, so it is checked, not
+   * recomputed), else a new one.
+   */
+  private secretHashFor(
+    thingName: string,
+    secret: string,
+    stored: string | null | undefined,
+  ): string | Promise<string> {
+    if (isGeneratedSecret(secret) || !stored?.startsWith("scrypt$")) return this.credentials.hash(thingName, secret);
+    return Promise.resolve(this.credentials.verify(thingName, secret, stored)).then((v) =>
+      v.ok ? stored : this.credentials.hash(thingName, secret),
+    );
+  }
+
+  private storedHash(thingName: string): string | null | undefined {
+    return this.q<[string], { secret_hash: string | null }>("SELECT secret_hash FROM things WHERE thing_name = ?").get(
+      thingName,
+    )?.secret_hash;
+  }
+
+  /** A prepared statement, prepared once per SQL text: bulk writes run several per thing. */
+  private q<P extends unknown[] = unknown[], R = unknown>(sql: string): Statement<P, R> {
+    let statement = this.statements.get(sql) as Statement<P, R> | undefined;
+    if (!statement) {
+      statement = this.db.prepare<P, R>(sql);
+      this.statements.set(sql, statement as unknown as Statement<unknown[], unknown>);
+    }
+    return statement;
   }
 
   // ---- thing groups ----
@@ -399,6 +587,23 @@ export class ThingRegistry {
     const missing = thingNames.find((t) => !this.thing(t));
     if (missing !== undefined) throw notFound("THING_NOT_FOUND", `Thing ${missing}`, "things");
   }
+}
+
+function checkMode(thingName: string, existing: Thing | undefined, mode: WriteMode): void {
+  if (existing && mode === "create") {
+    throw new ApiError("ALREADY_EXISTS", `Thing ${thingName} already exists`, "thingName");
+  }
+  if (!existing && mode === "update") throw notFound("THING_NOT_FOUND", `Thing ${thingName}`, "thingName");
+}
+
+/** An ApiError becomes the item's outcome; anything else is a fault of dms and fails the whole call. */
+function failed(err: unknown): ThingOutcome {
+  if (err instanceof ApiError) return { status: "failed", error: err };
+  if (err instanceof CredentialsBusyError) {
+    const busy = new ApiError("INTERNAL_ERROR", "Too many device secrets being hashed; try again", "secret", 503);
+    return { status: "failed", error: busy };
+  }
+  throw err;
 }
 
 function toThing(row: ThingRow): Thing {

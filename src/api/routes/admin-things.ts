@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { authorize, requireReadWrite, type Principal } from "../../auth/index.js";
-import { notFound } from "../../errors/index.js";
-import type { Thing, ThingRegistry } from "../../things/index.js";
+import { authorize, requireReadWrite, type Identity, type Principal } from "../../auth/index.js";
+import { ApiError, invalid, notFound } from "../../errors/index.js";
+import type { Thing, ThingOutcome, ThingRegistry, ThingWrite } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
 import { authorizeChange, requireDomain } from "./admin-support.js";
@@ -25,8 +25,51 @@ const Secret = z
   .max(256)
   .openapi({ description: "Device secret (MQTT password): write-only, stored hashed" });
 const Label = z.string().max(256);
+const GenerateSecret = z.boolean().optional().openapi({
+  description:
+    "true: dms generates the secret (192 random bits, checked in microseconds at connect) and answers it once, in `secret`; not with `secret`",
+});
 const NameParam = z.object({ thingName: z.string().min(1) });
 const tags = ["admin: things"];
+
+/** A thing as answered to a write; `secret` only when dms generated it, and only this once. */
+const WrittenThingSchema = ThingSchema.extend({
+  secret: z.string().optional().openapi({ description: "The generated secret: shown once, never again" }),
+}).openapi("WrittenThing");
+
+/** Most things one bulk call takes: one call stays well under a second and under DMS_MAX_BODY_BYTES. */
+export const BULK_THINGS_LIMIT = 1000;
+
+const NewThingBody = z.object({
+  thingName: z
+    .string()
+    .min(1)
+    .max(128)
+    .regex(/^[0-9A-Za-z_.:-]+$/, "0-9, A-Z, a-z, '_', '.', ':' or '-' only"),
+  thingType: z.string().min(1),
+  domain: z.string().min(1),
+  serial: Serial.optional(),
+  secret: Secret.optional(),
+  generateSecret: GenerateSecret,
+  label: Label.optional(),
+});
+const ThingChangeBody = z.object({
+  thingType: z.string().min(1).optional(),
+  domain: z.string().min(1).optional(),
+  serial: Serial.optional(),
+  secret: Secret.optional(),
+  generateSecret: GenerateSecret,
+  label: Label.optional(),
+});
+const BulkErrorSchema = z
+  .object({
+    index: z.number().int().openapi({ description: "Position of the item in the request's `things`" }),
+    thingName: z.string(),
+    message: z.string(),
+    messageKey: z.string(),
+    property: z.string().optional(),
+  })
+  .openapi("BulkThingError");
 
 const list = createRoute({
   method: "get",
@@ -48,21 +91,8 @@ const create = createRoute({
   path: "/admin/things",
   tags,
   summary: "Create a thing; needs Things.CREATE on its domain and ThingTypes.READ on its type",
-  request: jsonBody(
-    z.object({
-      thingName: z
-        .string()
-        .min(1)
-        .max(128)
-        .regex(/^[0-9A-Za-z_.:-]+$/, "0-9, A-Z, a-z, '_', '.', ':' or '-' only"),
-      thingType: z.string().min(1),
-      domain: z.string().min(1),
-      serial: Serial.optional(),
-      secret: Secret.optional(),
-      label: Label.optional(),
-    }),
-  ),
-  responses: jsonResponses(ThingSchema, "Created", 201),
+  request: jsonBody(NewThingBody),
+  responses: jsonResponses(WrittenThingSchema, "Created", 201),
 });
 const update = createRoute({
   method: "patch",
@@ -70,19 +100,37 @@ const update = createRoute({
   tags,
   summary:
     "Change type, domain, serial, secret or label; moving needs Things.DELETE on the old and Things.CREATE on the new",
-  request: {
-    params: NameParam,
-    ...jsonBody(
-      z.object({
-        thingType: z.string().min(1).optional(),
-        domain: z.string().min(1).optional(),
-        serial: Serial.optional(),
-        secret: Secret.optional(),
-        label: Label.optional(),
-      }),
-    ),
-  },
-  responses: jsonResponses(ThingSchema),
+  request: { params: NameParam, ...jsonBody(ThingChangeBody) },
+  responses: jsonResponses(WrittenThingSchema),
+});
+const bulkCreate = createRoute({
+  method: "post",
+  path: "/admin/things/bulk",
+  tags,
+  summary: `Create up to ${BULK_THINGS_LIMIT} things in one call, each as POST /admin/things would (privileges per thing); one refused does not stop the others`,
+  request: jsonBody(z.object({ things: z.array(NewThingBody).min(1).max(BULK_THINGS_LIMIT) })),
+  responses: jsonResponses(
+    z.object({ created: z.array(WrittenThingSchema), errors: z.array(BulkErrorSchema) }),
+    "Per-thing results: the things created, in request order, and an error for each one refused",
+  ),
+});
+const bulkUpdate = createRoute({
+  method: "patch",
+  path: "/admin/things",
+  tags,
+  summary: `Change up to ${BULK_THINGS_LIMIT} things in one call, each as PATCH /admin/things/{thingName} would; one refused does not stop the others`,
+  request: jsonBody(
+    z.object({
+      things: z
+        .array(ThingChangeBody.extend({ thingName: z.string().min(1) }))
+        .min(1)
+        .max(BULK_THINGS_LIMIT),
+    }),
+  ),
+  responses: jsonResponses(
+    z.object({ updated: z.array(WrittenThingSchema), errors: z.array(BulkErrorSchema) }),
+    "Per-thing results: the things as they now are, in request order, and an error for each one refused",
+  ),
 });
 const remove = createRoute({
   method: "delete",
@@ -98,6 +146,52 @@ function readableThingType(registry: ThingRegistry, principal: Principal, id: st
   if (!thingType || !principal.can("ThingTypes.READ", thingType.domain)) {
     throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${id}`, "thingType");
   }
+}
+
+/** `secret` and `generateSecret` are two ways to set one thing. */
+function checkSecretChoice(body: { secret?: string | undefined; generateSecret?: boolean | undefined }): void {
+  if (body.generateSecret && body.secret !== undefined) {
+    throw invalid("generateSecret", "give either secret or generateSecret: true, not both");
+  }
+}
+
+/** The checks of one thing's creation, as POST /admin/things makes them. */
+function authorizeCreate(registry: ThingRegistry, identity: Identity, principal: Principal, body: ThingWrite): void {
+  checkSecretChoice(body);
+  requireDomain(identity, body.domain);
+  authorize(principal, "Things.CREATE", body.domain);
+  readableThingType(registry, principal, body.thingType);
+}
+
+/** The checks of one thing's change, as PATCH /admin/things/{thingName} makes them. */
+function authorizeUpdate(
+  registry: ThingRegistry,
+  identity: Identity,
+  principal: Principal,
+  current: Thing,
+  body: z.infer<typeof ThingChangeBody>,
+): ThingWrite {
+  checkSecretChoice(body);
+  const domain = body.domain ?? current.domain;
+  requireDomain(identity, domain);
+  authorizeChange(principal, "Things", current.domain, domain);
+  if (body.thingType !== undefined) readableThingType(registry, principal, body.thingType);
+  return { ...body, thingName: current.thingName, thingType: body.thingType ?? current.thingType, domain };
+}
+
+function written(outcome: ThingOutcome & { status: "created" | "updated" | "unchanged" }) {
+  return outcome.secret === undefined ? outcome.thing : { ...outcome.thing, secret: outcome.secret };
+}
+
+/** Splits per-thing outcomes into the things written and the errors, each error naming its item. */
+function bulkAnswer(outcomes: ThingOutcome[], names: string[]) {
+  const done: z.infer<typeof WrittenThingSchema>[] = [];
+  const errors: z.infer<typeof BulkErrorSchema>[] = [];
+  outcomes.forEach((outcome, index) => {
+    if (outcome.status === "failed") errors.push({ index, thingName: names[index]!, ...outcome.error.body() });
+    else done.push(written(outcome));
+  });
+  return { done, errors };
 }
 
 export const adminThingRoutes: RouteModule = (app, { identity, registry }) => {
@@ -124,9 +218,10 @@ export const adminThingRoutes: RouteModule = (app, { identity, registry }) => {
     const principal = c.get("principal");
     requireReadWrite(principal);
     requireDomain(identity, body.domain);
-    authorize(principal, "Things.CREATE", body.domain);
-    readableThingType(registry, principal, body.thingType);
-    return c.json(await registry.putThing(body, "create"), 201);
+    authorizeCreate(registry, identity, principal, body);
+    const [outcome] = await registry.putThings([body], { mode: "create" });
+    if (outcome!.status === "failed") throw outcome!.error;
+    return c.json(written(outcome!), 201);
   });
 
   app.openapi(update, async (c) => {
@@ -134,12 +229,54 @@ export const adminThingRoutes: RouteModule = (app, { identity, registry }) => {
     const body = c.req.valid("json");
     const principal = c.get("principal");
     requireReadWrite(principal);
-    const domain = body.domain ?? current.domain;
-    requireDomain(identity, domain);
-    authorizeChange(principal, "Things", current.domain, domain);
-    if (body.thingType !== undefined) readableThingType(registry, principal, body.thingType);
-    const next = { ...body, thingName: current.thingName, thingType: body.thingType ?? current.thingType, domain };
-    return c.json(await registry.putThing(next, "update"), 200);
+    const next = authorizeUpdate(registry, identity, principal, current, body);
+    const [outcome] = await registry.putThings([next], { mode: "update" });
+    if (outcome!.status === "failed") throw outcome!.error;
+    return c.json(written(outcome!), 200);
+  });
+
+  app.openapi(bulkCreate, async (c) => {
+    const { things } = c.req.valid("json");
+    const principal = c.get("principal");
+    requireReadWrite(principal);
+    const outcomes = await registry.putThings(things, {
+      mode: "create",
+      authorize: (body) => authorizeCreate(registry, identity, principal, body),
+    });
+    const { done, errors } = bulkAnswer(
+      outcomes,
+      things.map((t) => t.thingName),
+    );
+    return c.json({ created: done, errors }, 200);
+  });
+
+  app.openapi(bulkUpdate, async (c) => {
+    const { things } = c.req.valid("json");
+    const principal = c.get("principal");
+    requireReadWrite(principal);
+    // Each item is completed from its thing as it is (PATCH semantics); one that cannot be is refused alone.
+    const refused = new Map<number, ApiError>();
+    const writes: ThingWrite[] = [];
+    const slots = new Map<number, number>();
+    things.forEach(({ thingName, ...change }, index) => {
+      try {
+        const write = authorizeUpdate(registry, identity, principal, existing(thingName), change);
+        slots.set(index, writes.push(write) - 1);
+      } catch (err) {
+        if (!(err instanceof ApiError)) throw err;
+        refused.set(index, err);
+      }
+    });
+    const applied = await registry.putThings(writes, { mode: "update" });
+    const outcomes: ThingOutcome[] = things.map((_, index) => {
+      const error = refused.get(index);
+      return error ? { status: "failed", error } : applied[slots.get(index)!]!;
+    });
+    const { done, errors } = bulkAnswer(
+      outcomes,
+      things.map((t) => t.thingName),
+    );
+    return c.json({ updated: done, errors }, 200);
   });
 
   app.openapi(remove, (c) => {
