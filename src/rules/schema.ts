@@ -18,7 +18,8 @@ export const ExpressionItemSchema = z.object({
 });
 
 export const ActionItemSchema = z.object({
-  type: z.enum(ACTION_TYPES),
+  // Any string here: an unknown type is an invalid action config (INVALID_RULE_CONFIG), checked with the config.
+  type: z.string().describe(`one of ${ACTION_TYPES.join(", ")}`),
   // Checked per type after the shape, so that a bad config answers INVALID_RULE_CONFIG.
   config: z.unknown().refine((v) => v !== undefined, "is required"),
 });

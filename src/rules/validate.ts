@@ -2,7 +2,13 @@ import { checkActionConfig, parseTemplate, TemplateError } from "../actions/inde
 import { ApiError, invalid } from "../errors/index.js";
 import type { RuleBody } from "./schema.js";
 import type { ActionItem, ExpressionItem, Poi, Polygon } from "../rule-model/index.js";
-import { GEOFENCE_OPERATORS, POI_OPERATORS, VALUE_OPERATORS } from "../rule-model/index.js";
+import {
+  ACTION_TYPES,
+  GEOFENCE_OPERATORS,
+  POI_OPERATORS,
+  VALUE_OPERATORS,
+  type ActionType,
+} from "../rule-model/index.js";
 
 /** A resource of the thing, or `<nestedType>.<resource>`. */
 const RESOURCE = /^(?:[A-Za-z0-9_-]+\.)?[A-Za-z0-9_:-]+$/;
@@ -70,6 +76,14 @@ function invalidAt(property: string, why: string): never {
 /** Each action config against its type: INVALID_RULE_CONFIG naming the field. Answers the cleaned actions. */
 export function checkActions(actions: RuleBody["actions"], allowPrivateWebhooks: boolean): ActionItem[] {
   return actions.map((action, i) => {
+    const type = action.type;
+    if (!isActionType(type)) {
+      throw new ApiError(
+        "INVALID_RULE_CONFIG",
+        `Action ${i}: type ${type} is not one of ${ACTION_TYPES.join(", ")}`,
+        `actions.${i}.type`,
+      );
+    }
     if (action.config === null || typeof action.config !== "object" || Array.isArray(action.config)) {
       throw new ApiError(
         "INVALID_RULE_CONFIG",
@@ -77,11 +91,17 @@ export function checkActions(actions: RuleBody["actions"], allowPrivateWebhooks:
         `actions.${i}.config`,
       );
     }
-    const check = checkActionConfig(action.type, action.config, { allowPrivateWebhooks });
+    const check = checkActionConfig(type, action.config, { allowPrivateWebhooks });
     if (!check.ok) {
       const property = [`actions.${i}.config`, ...check.path].join(".");
       throw new ApiError("INVALID_RULE_CONFIG", `Action ${i} (${action.type}): ${property} ${check.message}`, property);
     }
-    return { type: action.type, config: check.config };
+    return { type, config: check.config };
   });
+}
+
+const ACTION_TYPE_SET: ReadonlySet<string> = new Set(ACTION_TYPES);
+
+function isActionType(type: string): type is ActionType {
+  return ACTION_TYPE_SET.has(type);
 }
