@@ -9,7 +9,13 @@ import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { BusRelay, EventBus } from "./bus/index.js";
 import type { Config } from "./config/index.js";
 import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
-import { createEngineService, kafkaIngest } from "./engine/index.js";
+import {
+  createEngineService,
+  DeadLetterStore,
+  decodeDevicePayload,
+  deviceIngest,
+  kafkaIngest,
+} from "./engine/index.js";
 import { createMailer } from "./mail/index.js";
 import { DeviceJobs, JobDocuments, JobScheduler, ThingJobs } from "./jobs/index.js";
 import { migrations } from "./migrations.js";
@@ -216,14 +222,19 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     });
     components.push(services.deviceBridge);
   }
-  // Device observations: to the topic with Kafka, else to this process's engine (none: not taken).
+  // Device observations, decoded here once (a device speaks only for itself): to the topic with Kafka
+  // (what the decode refused is a dead letter of this process), else to this process's engine (none: not taken).
   const engine = services.engine;
-  const takeDevice: ((thingName: string, items: unknown[]) => Promise<unknown>) | undefined = observationsTopic
-    ? (thingName, items) => observationsTopic.produce(thingName, items)
-    : engine && ((_thingName, items) => engine.submit(items, "mqtt"));
+  const takeDevice = deviceIngest({
+    topic: observationsTopic?.ingest,
+    engine: engine?.accept,
+    deadLetters: new DeadLetterStore(db),
+    domainOf: (thingName) => registry.thing(thingName)?.domain,
+    clock,
+  });
   if (services.deviceBridge && takeDevice) {
     services.deviceBridge.onObservations((thingName, payload) => {
-      takeDevice(thingName, deviceObservations(thingName, payload)).catch((err: unknown) => {
+      takeDevice(decodeDevicePayload(thingName, payload, { source: "mqtt" })).catch((err: unknown) => {
         logger.error({ err, thingName }, "device observations not taken");
       });
     });
@@ -295,22 +306,4 @@ function listen(app: Api, hostname: string, port: number): Promise<ServerType> {
     const server = serve({ fetch: app.fetch, hostname, port }, () => resolve(server));
     server.once("error", reject);
   });
-}
-
-/**
- * What a device published on `things/{thingName}/observations`: one
- * observation or an array. A device speaks only for itself, so the topic's
- * thing name wins; bytes that are not JSON go to the engine (or the
- * observations topic, keyed by the thing) as they are and end as a dead
- * letter with the reason.
- */
-function deviceObservations(thingName: string, payload: Buffer): unknown[] {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(payload.toString("utf8"));
-  } catch {
-    return [payload];
-  }
-  const items: unknown[] = Array.isArray(parsed) ? parsed : [parsed];
-  return items.map((item) => (item !== null && typeof item === "object" ? { ...item, thingName } : item));
 }

@@ -13,6 +13,7 @@ import { performance } from "node:perf_hooks";
 import type { TriggeredAction } from "../../src/actions/index.js";
 import {
   DeadLetterStore,
+  decodeMessages,
   MemoryStateStore,
   readGeoPoint,
   RuleEngine,
@@ -70,7 +71,7 @@ async function run(): Promise<void> {
       if (o.state) parsed++;
     }
     const t1 = performance.now();
-    const work = mainEngine.process(chunk);
+    const work = mainEngine.process(decodeMessages(chunk));
     const t2 = performance.now();
     decode.seconds += (t1 - t0) / 1000;
     main.seconds += (t2 - t1) / 1000;
@@ -245,7 +246,7 @@ function runEngine(
   let triggered = 0;
   let matched = 0;
   const seconds = timedChunks(data, n, (chunk) => {
-    const work = engine.process(chunk);
+    const work = engine.process(decodeMessages(chunk));
     triggered += work.triggered;
     matched += work.matched;
   });
@@ -271,7 +272,8 @@ async function runDurable(
     });
     engine.load(w.rules);
     const t0 = performance.now();
-    for (let start = 0; start < raws.length; start += CHUNK) await engine.handle(raws.slice(start, start + CHUNK));
+    for (let start = 0; start < raws.length; start += CHUNK)
+      await engine.handle(decodeMessages(raws.slice(start, start + CHUNK)));
     const seconds = (performance.now() - t0) / 1000;
     await checkpointer.stop();
     db.close();

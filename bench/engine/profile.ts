@@ -9,7 +9,7 @@
  */
 import { performance } from "node:perf_hooks";
 import type { TriggeredAction } from "../../src/actions/index.js";
-import { MemoryStateStore, RuleEngine, type RawObservation } from "../../src/engine/index.js";
+import { decodeMessages, MemoryStateStore, RuleEngine, type RawObservation } from "../../src/engine/index.js";
 import { thingResolver, workload } from "./workload.js";
 
 const N = Number(process.argv[2] ?? 500_000);
@@ -46,7 +46,7 @@ for (let start = 0; start < N; start += CHUNK) {
   for (const raw of chunk) JSON.parse((raw.value as Buffer).toString("utf8"));
   const t1 = performance.now();
   const c1 = cpu();
-  engine.process(chunk);
+  engine.process(decodeMessages(chunk));
   const t2 = performance.now();
   const c2 = cpu();
   decodeMs += t1 - t0;

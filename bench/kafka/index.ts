@@ -12,6 +12,7 @@ import { Kafka, logLevel } from "kafkajs";
 import type { ActionSink, TriggeredAction } from "../../src/actions/index.js";
 import {
   DeadLetterStore,
+  decodeMessages,
   KafkaObservationSource,
   MemoryStateStore,
   RuleEngine,
@@ -150,7 +151,7 @@ async function engineRun(
   });
   await source.start(async (batch) => {
     if (first === 0) first = performance.now();
-    await engine.handle(batch);
+    await engine.handle(decodeMessages(batch));
     seen += batch.length;
     last = performance.now();
   });

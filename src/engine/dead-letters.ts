@@ -31,6 +31,7 @@ export const DEAD_LETTER_REASONS = [
   "missing-timestamp",
   "bad-timestamp",
   "wrong-type",
+  "foreign-thing",
 ] as const;
 export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
 

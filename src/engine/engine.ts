@@ -13,10 +13,11 @@ import {
   type CompileOptions,
 } from "./compile/index.js";
 import { MAX_DEAD_LETTER_PAYLOAD, type DeadLetter, type DeadLetterReason } from "./dead-letters.js";
+import type { Ingested, Refusal } from "./decode.js";
 import type { ActionSink, RulePayload, TriggeredAction } from "./sink.js";
 import type { StateStore, ThingState, ThresholdState } from "./state.js";
 import type { ThingInfo, ThingResolver } from "./things.js";
-import type { NestedObservation, RawObservation } from "./types.js";
+import type { NestedObservation, SourcePosition } from "./types.js";
 
 export interface EngineOptions {
   resolveThing: ThingResolver;
@@ -29,8 +30,6 @@ export interface EngineOptions {
   compile?: CompileOptions;
   /** Find constant comparisons through sorted indexes (default); false scans every rule of the type. */
   indexRules?: boolean;
-  /** Decodes a message in the Confluent wire format (magic byte 0, schema id) through the schema registry. */
-  decodeWire?: ((value: Buffer) => Promise<unknown>) | undefined;
   /** Counters of the batch, for /metrics. */
   onBatch?: (result: BatchResult, deadLetters: readonly DeadLetter[]) => void;
 }
@@ -66,7 +65,7 @@ interface TypeRules {
 
 /** An observation that passed the checks, between `one` and `advance`. */
 interface Pending {
-  raw: RawObservation;
+  position: SourcePosition;
   rt: Runtime;
   thingName: string;
   timestamp: number;
@@ -86,9 +85,9 @@ const MAX_SPARE_THRESHOLDS = 10_000;
 /** Unknown thing names remembered, so a stream of them does not hit the registry each time. */
 const UNKNOWN_THINGS_CACHE = 10_000;
 
-function newPending(raw: RawObservation, rt: Runtime): Pending {
+function newPending(position: SourcePosition, rt: Runtime): Pending {
   return {
-    raw,
+    position,
     rt,
     thingName: "",
     timestamp: 0,
@@ -104,7 +103,7 @@ function newPending(raw: RawObservation, rt: Runtime): Pending {
 }
 
 function pendingId(p: Pending): string {
-  return (p.id ??= observationId(p.raw));
+  return (p.id ??= observationId(p.position));
 }
 
 /** A thing the engine has seen: what it is, its state and its thresholds, all mutated in place. */
@@ -263,15 +262,14 @@ export class RuleEngine {
    * sink and the state is durable: only then may a source commit. Batches
    * run one after the other, so state never gets ahead of handed-over actions.
    */
-  handle(batch: readonly RawObservation[]): Promise<BatchResult> {
+  handle(batch: readonly Ingested[]): Promise<BatchResult> {
     const run = this.queue.then(() => this.run(batch));
     this.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async run(batch: readonly RawObservation[]): Promise<BatchResult> {
-    const input = this.options.decodeWire ? await this.decodeWire(batch) : batch;
-    const work = this.process(input);
+  private async run(batch: readonly Ingested[]): Promise<BatchResult> {
+    const work = this.process(batch);
     // Actions first: the time to their hand-over is the latency users see, and the store's inserts
     // (the larger part of a batch's cost) need not come before it. A crash in between replays the
     // batch: the state was not flushed, so it is evaluated and stored again, and the outbox drops
@@ -295,29 +293,12 @@ export class RuleEngine {
     return result;
   }
 
-  private async decodeWire(batch: readonly RawObservation[]): Promise<RawObservation[]> {
-    const decode = this.options.decodeWire!;
-    return Promise.all(
-      batch.map(async (raw) => {
-        const v = raw.value;
-        if (!(v instanceof Uint8Array) || v.length < 5 || v[0] !== 0) return raw;
-        try {
-          const decoded = await decode(Buffer.from(v.buffer, v.byteOffset, v.length));
-          // Plain JSON data from here on: Avro records are class instances, and the engine reads own keys only.
-          return { ...raw, value: { decoded: JSON.parse(JSON.stringify(decoded)) as unknown } };
-        } catch (err) {
-          return { ...raw, value: { undecodable: (err as Error).message } };
-        }
-      }),
-    );
-  }
-
   /**
-   * The synchronous heart: decode, check, evaluate, count and merge state for
-   * a whole batch. Writes nothing; `handle` does that. Public for the
-   * benchmark, which measures exactly this.
+   * The synchronous heart: check, evaluate, count and merge state for a whole
+   * decoded batch (refusals become dead letters in place). Writes nothing;
+   * `handle` does that. Public for the benchmark, which measures it after the decode.
    */
-  process(batch: readonly RawObservation[]): BatchWork {
+  process(batch: readonly Ingested[]): BatchWork {
     const work: BatchWork = {
       accepted: 0,
       rejected: [],
@@ -368,91 +349,25 @@ export class RuleEngine {
     return work;
   }
 
-  /** Decodes and checks one observation: a dead letter (undefined) or what `advance` evaluates. */
-  private one(raw: RawObservation, index: number, now: number, work: BatchWork, slot: number): Pending | undefined {
-    // One try per observation (never per rule): bytes that are not JSON are a dead letter.
-    let doc: unknown;
-    const v = raw.value;
-    if (v instanceof Uint8Array || typeof v === "string") {
-      try {
-        doc = JSON.parse(typeof v === "string" ? v : utf8(v));
-      } catch {
-        return this.reject(raw, index, "not-json", "the message is not JSON", now, work);
-      }
-    } else {
-      doc = v;
-      const wire = v as { decoded?: unknown; undecodable?: string };
-      if (wire.undecodable !== undefined) {
-        return this.reject(raw, index, "undecodable", `schema registry: ${wire.undecodable}`, now, work);
-      }
-      if (wire.decoded !== undefined && Object.keys(v).length === 1) doc = wire.decoded;
-    }
-    if (doc === null || typeof doc !== "object" || Array.isArray(doc)) {
-      return this.reject(raw, index, "invalid-observation", "an observation is a JSON object", now, work);
-    }
-    const o = doc as { thingName?: unknown; timestamp?: unknown; state?: unknown; nested?: unknown };
-    const thingName = typeof o.thingName === "string" && o.thingName !== "" ? o.thingName : raw.key;
-    if (typeof thingName !== "string" || thingName === "") {
-      return this.reject(raw, index, "missing-thing-name", "thingName is required", now, work);
-    }
+  /** Checks one decoded input against its thing: a dead letter (undefined) or what `advance` evaluates. */
+  private one(item: Ingested, index: number, now: number, work: BatchWork, slot: number): Pending | undefined {
+    const o = item.observation;
+    if (o === undefined) return this.refuse(item, item.refusal, index, now, work);
+    const thingName = o.thingName;
     const rt = this.runtime(thingName);
     if (rt === undefined) {
-      return this.reject(raw, index, "unknown-thing", `thing ${thingName} is not known`, now, work, thingName);
+      return this.reject(item, index, "unknown-thing", `thing ${thingName} is not known`, now, work, thingName);
     }
     const info = rt.info;
-    const domain = info.domain;
-    const timestamp = readTimestamp(o.timestamp);
-    if (timestamp < 0) {
-      const reason = o.timestamp === undefined || o.timestamp === null ? "missing-timestamp" : "bad-timestamp";
-      return this.reject(
-        raw,
-        index,
-        reason,
-        "timestamp is epoch milliseconds or ISO 8601",
-        now,
-        work,
-        thingName,
-        domain,
-      );
-    }
-    const state = o.state === undefined ? {} : o.state;
-    if (state === null || typeof state !== "object" || Array.isArray(state)) {
-      return this.reject(raw, index, "invalid-observation", "state is an object", now, work, thingName, domain);
-    }
-    // JSON.parse makes "__proto__" an own key; merged into the thing's state it would replace that object's prototype.
-    if (Object.hasOwn(state, "__proto__")) {
-      return this.reject(
-        raw,
-        index,
-        "invalid-observation",
-        "__proto__ is not a resource",
-        now,
-        work,
-        thingName,
-        domain,
-      );
-    }
+    const os = o.state;
     const nested = o.nested;
-    if (nested !== undefined && !validNested(nested)) {
-      return this.reject(
-        raw,
-        index,
-        "invalid-observation",
-        "nested is an array of {type?, id?, state}",
-        now,
-        work,
-        thingName,
-        domain,
-      );
-    }
-    const os = state as Record<string, unknown>;
     const ctx = this.ctx;
     const latlng = os.latlng;
     ctx.hasCur = latlng !== undefined && latlng !== null && readGeoPoint(latlng, ctx.cur);
     const wrong = wrongType(os, info.checks, latlng !== undefined && latlng !== null && !ctx.hasCur);
     if (wrong !== undefined) {
       return this.reject(
-        raw,
+        item,
         index,
         "wrong-type",
         `state.${wrong} has the wrong type`,
@@ -463,16 +378,16 @@ export class RuleEngine {
       );
     }
 
-    const pos = raw.position;
+    const pos = item.position;
     const st = rt.state;
     let p = this.pending[slot];
-    if (p === undefined) p = this.pending[slot] = newPending(raw, rt);
-    p.raw = raw;
+    if (p === undefined) p = this.pending[slot] = newPending(pos, rt);
+    p.position = pos;
     p.rt = rt;
     p.thingName = thingName;
-    p.timestamp = timestamp;
+    p.timestamp = o.timestamp;
     p.os = os;
-    p.nested = nested as NestedObservation[] | undefined;
+    p.nested = nested;
     p.hasCur = ctx.hasCur;
     p.lon = ctx.cur[0];
     p.lat = ctx.cur[1];
@@ -591,14 +506,25 @@ export class RuleEngine {
   }
 
   /**
-   * Keeps only thresholds that matter: a count this observation continued, or
-   * a firing whose interval has not passed. Everything else equals no entry.
+   * Keeps only thresholds that matter: a count this observation continued, a
+   * count this observation does not concern (it carries none of the rule's
+   * resources: it neither matches nor resets, so the count goes on as if it
+   * had not been seen), or a firing whose interval has not passed. Everything
+   * else equals no entry. Only live entries pay the concern test: a rule at
+   * count 0 has nothing to reset.
    */
   private prune(list: ThresholdState[], seq: number, now: number): void {
     let w = 0;
     for (let r = 0; r < list.length; r++) {
       const e = list[r]!;
       let keep = e.lastSeq === seq && e.count > 0;
+      if (!keep && e.count > 0 && e.lastSeq === seq - 1) {
+        const rule = this.rules.get(e.ruleId);
+        if (rule !== undefined && !rule.concerns(this.ctx)) {
+          e.lastSeq = seq;
+          keep = true;
+        }
+      }
       if (!keep && e.lastFiredAt !== 0) {
         const rule = this.rules.get(e.ruleId);
         keep = rule !== undefined && now - e.lastFiredAt < rule.intervalMs;
@@ -682,8 +608,16 @@ export class RuleEngine {
     return rt;
   }
 
+  /** An input the decode refused: a dead letter, readable in the domain of the thing it names when that is known. */
+  private refuse(item: Ingested, refusal: Refusal, index: number, now: number, work: BatchWork): undefined {
+    const name = refusal.thingName;
+    const domain =
+      name === undefined ? undefined : (this.runtimes.get(name)?.domain ?? this.options.resolveThing(name)?.domain);
+    return this.reject(item, index, refusal.reason, refusal.message, now, work, name, domain);
+  }
+
   private reject(
-    raw: RawObservation,
+    item: Ingested,
     index: number,
     reason: DeadLetterReason,
     message: string,
@@ -693,17 +627,7 @@ export class RuleEngine {
     domain?: string,
   ): undefined {
     work.rejected.push({ index, reason, message });
-    work.deadLetters.push({
-      source: raw.position.source,
-      partition: raw.position.partition,
-      offset: raw.position.offset,
-      thingName,
-      domain,
-      reason,
-      message,
-      payload: payloadText(raw.value),
-      createdAt: now,
-    });
+    work.deadLetters.push(deadLetter(item, reason, message, now, thingName, domain));
     return undefined;
   }
 
@@ -719,31 +643,6 @@ function startOver(th: ThresholdState, version: number): void {
   th.count = 0;
   th.lastFiredAt = 0;
   th.lastSeq = -1;
-}
-
-/** Epoch milliseconds, or -1 when absent or unreadable. */
-function readTimestamp(value: unknown): number {
-  if (typeof value === "number") return Number.isFinite(value) && value >= 0 ? value : -1;
-  if (typeof value === "string" && value !== "") {
-    // ISO 8601 with a date part; a bare number in a string is accepted as epoch ms.
-    if (/^\d+$/.test(value)) return Number(value);
-    const t = Date.parse(value);
-    return Number.isNaN(t) || !/^\d{4}-\d{2}-\d{2}/.test(value) ? -1 : t;
-  }
-  return -1;
-}
-
-function validNested(value: unknown): boolean {
-  if (!Array.isArray(value)) return false;
-  for (const n of value as unknown[]) {
-    if (n === null || typeof n !== "object") return false;
-    const { type, id, state } = n as { type?: unknown; id?: unknown; state?: unknown };
-    if (type !== undefined && typeof type !== "string") return false;
-    if (id !== undefined && typeof id !== "string") return false;
-    if (state === null || typeof state !== "object" || Array.isArray(state)) return false;
-    if (Object.hasOwn(state, "__proto__")) return false;
-  }
-  return true;
 }
 
 /** The first resource whose value does not fit the thing type's declaration. */
@@ -792,8 +691,8 @@ export function mergeNested(
 }
 
 /** `kafka:<topic>:<partition>:<offset>` for Kafka (the same on replay); a generated one otherwise. */
-export function observationId(raw: RawObservation): string {
-  const { source, partition, offset } = raw.position;
+export function observationId(position: SourcePosition): string {
+  const { source, partition, offset } = position;
   if (offset === undefined) return `${source}:${randomUUID()}`;
   return partition === undefined ? `${source}:${offset}` : `${source}:${partition}:${offset}`;
 }
@@ -817,11 +716,32 @@ function stored(
   return { sourceKey: id, document };
 }
 
-function payloadText(value: RawObservation["value"]): string | undefined {
-  let text: string;
-  if (typeof value === "string") text = value;
-  else if (value instanceof Uint8Array)
-    text = Buffer.from(value.buffer, value.byteOffset, value.length).toString("utf8");
+/** The dead letter of an input: where it came from, why, and its first 4 KiB. */
+export function deadLetter(
+  item: Ingested,
+  reason: DeadLetterReason,
+  message: string,
+  now: number,
+  thingName: string | undefined,
+  domain: string | undefined,
+): DeadLetter {
+  const { source, partition, offset } = item.position;
+  return {
+    source,
+    partition,
+    offset,
+    thingName,
+    domain,
+    reason,
+    message,
+    payload: payloadText(item.input),
+    createdAt: now,
+  };
+}
+
+function payloadText(value: unknown): string | undefined {
+  let text: string | undefined;
+  if (value instanceof Uint8Array) text = Buffer.from(value.buffer, value.byteOffset, value.length).toString("utf8");
   else {
     try {
       text = JSON.stringify(value);
@@ -829,9 +749,6 @@ function payloadText(value: RawObservation["value"]): string | undefined {
       return undefined;
     }
   }
+  if (text === undefined) return undefined;
   return text.length > MAX_DEAD_LETTER_PAYLOAD ? text.slice(0, MAX_DEAD_LETTER_PAYLOAD) : text;
-}
-
-function utf8(v: Uint8Array): string {
-  return Buffer.isBuffer(v) ? v.toString("utf8") : Buffer.from(v.buffer, v.byteOffset, v.length).toString("utf8");
 }

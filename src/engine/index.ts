@@ -5,6 +5,18 @@ export type { StateStore, ThingState, ThresholdState } from "./state.js";
 export type { ObservationIngest } from "./ingest.js";
 export type { ActionSink, RulePayload, TriggeredAction } from "./sink.js";
 export {
+  decodeBytes,
+  decodeDevicePayload,
+  decodeMessages,
+  decodeValue,
+  decodeWireMessages,
+  type DecodedObservation,
+  type DecodeOptions,
+  type Ingested,
+  type Refusal,
+  type WireDecoder,
+} from "./decode.js";
+export {
   compileRule,
   compileScopeExpression,
   readPath,
@@ -16,12 +28,13 @@ export {
   type ExpressionMode,
 } from "./compile/index.js";
 export { evaluateRule, type DryRunInput, type DryRunResult } from "./evaluate.js";
-export { RuleEngine, type BatchResult, type EngineOptions, type Rejected } from "./engine.js";
+export { deadLetter, RuleEngine, type BatchResult, type EngineOptions, type Rejected } from "./engine.js";
 export { MemoryStateStore, SqliteStateStore, stateMigrations } from "./state/index.js";
 export {
   DeadLetterStore,
   deadLetterMigrations,
   DEAD_LETTER_REASONS,
+  type DeadLetterReason,
   type DeadLetter,
   type StoredDeadLetter,
 } from "./dead-letters.js";
@@ -29,3 +42,4 @@ export { resourceChecks, type ThingInfo, type ThingResolver } from "./things.js"
 export { createEngineService, engineMigrations, type EngineService } from "./service.js";
 export { KafkaObservationSource, type KafkaSourceOptions } from "./sources/kafka.js";
 export { kafkaIngest, type KafkaIngest } from "./sources/kafka-ingest.js";
+export { deviceIngest, type DeviceIngestOptions } from "./sources/device.js";

@@ -9,13 +9,13 @@ import type { Rule } from "../rule-model/index.js";
 import type { Db, Migration } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
 import { DeadLetterStore, deadLetterMigrations } from "./dead-letters.js";
+import { decodeMessages, decodeValue, decodeWireMessages, type Ingested, type WireDecoder } from "./decode.js";
 import { RuleEngine, type BatchResult } from "./engine.js";
 import type { ObservationIngest } from "./ingest.js";
 import type { ObservationSource } from "./source.js";
 import { SqliteStateStore, stateMigrations } from "./state/index.js";
 import { KafkaObservationSource } from "./sources/kafka.js";
 import { resourceChecks, type ThingInfo } from "./things.js";
-import type { RawObservation } from "./types.js";
 
 export const engineMigrations: Migration[] = [...stateMigrations, ...deadLetterMigrations];
 
@@ -37,8 +37,11 @@ export interface EngineDeps {
 export interface EngineService {
   engine: RuleEngine;
   deadLetters: DeadLetterStore;
-  /** The embedded source: `POST /observations`. Resolves once stored and evaluated, with the rejects. */
-  submit(items: readonly unknown[], source?: string): Promise<BatchResult>;
+  /**
+   * The embedded sources (`POST /observations`, the MQTT bridge without Kafka): decoded inputs,
+   * refusals included (they become dead letters). Resolves once stored and evaluated, with the rejects.
+   */
+  accept(batch: readonly Ingested[]): Promise<BatchResult>;
   /** SET_RESOURCE without Kafka (with Kafka it goes to the observations topic). Resolves once stored and evaluated. */
   ingest: ObservationIngest;
   start(): Promise<void>;
@@ -78,7 +81,6 @@ export function createEngineService(deps: EngineDeps): EngineService {
     observations: deps.observations,
     deadLetters,
     clock: deps.clock,
-    decodeWire: config.SCHEMA_REGISTRY_URL ? wireDecoder(config.SCHEMA_REGISTRY_URL) : undefined,
     onBatch: (result, letters) => {
       counters.observations.inc(result.accepted);
       counters.triggered.inc(result.triggered);
@@ -87,7 +89,8 @@ export function createEngineService(deps: EngineDeps): EngineService {
   });
   ruleCount = () => engine.ruleCount;
 
-  const timed = async (batch: readonly RawObservation[]): Promise<BatchResult> => {
+  const wire = config.SCHEMA_REGISTRY_URL ? wireDecoder(config.SCHEMA_REGISTRY_URL) : undefined;
+  const timed = async (batch: readonly Ingested[]): Promise<BatchResult> => {
     const end = counters.batch.startTimer();
     try {
       return await engine.handle(batch);
@@ -102,9 +105,9 @@ export function createEngineService(deps: EngineDeps): EngineService {
   return {
     engine,
     deadLetters,
-    submit: (items, source = "http") => timed(items.map((value) => ({ value: value as object, position: { source } }))),
+    accept: timed,
     ingest: async (observations, source) => {
-      const result = await timed(observations.map((value) => ({ value, position: { source } })));
+      const result = await timed(observations.map((o) => decodeValue(o, { source })));
       if (result.rejected.length > 0)
         logger.warn({ source, rejected: result.rejected }, "ingested observations rejected");
     },
@@ -141,7 +144,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
           },
         });
         await kafka.start(async (batch) => {
-          await timed(batch);
+          await timed(wire ? await decodeWireMessages(batch, wire) : decodeMessages(batch));
         });
       }
     },
@@ -152,7 +155,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
   };
 }
 
-function wireDecoder(host: string): (value: Buffer) => Promise<unknown> {
+function wireDecoder(host: string): WireDecoder {
   const registry = new SchemaRegistry({ host });
   return (value) => registry.decode(value) as Promise<unknown>;
 }

@@ -21,9 +21,9 @@ export interface SourcePosition {
   offset?: string;
 }
 
-/** Undecoded bytes and their origin, as a source hands them to the engine. */
+/** A message's bytes and origin, as a stream source reads them, before the decode (`decode.ts`). */
 export interface RawObservation {
   key?: string | null;
-  value: Buffer | Uint8Array | string | object;
+  value: Uint8Array;
   position: SourcePosition;
 }

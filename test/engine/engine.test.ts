@@ -3,7 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  decodeMessages,
+  decodeValue,
   engineMigrations,
+  type Ingested,
   MemoryStateStore,
   resourceChecks,
   RuleEngine,
@@ -47,14 +50,23 @@ function makeRule(
 }
 
 let seq = 0;
-function obs(thingName: string, state: Record<string, unknown>, extra: Record<string, unknown> = {}): RawObservation {
+/** A Kafka message of the thing, decoded as the Kafka source's batches are. */
+function obs(thingName: string, state: Record<string, unknown>, extra: Record<string, unknown> = {}): Ingested {
   seq++;
-  return {
-    key: thingName,
-    value: Buffer.from(JSON.stringify({ thingName, timestamp: 1_763_000_000_000 + seq, state, ...extra })),
-    position: { source: "kafka:test", partition: 0, offset: String(seq) },
-  };
+  return kafka(JSON.stringify({ thingName, timestamp: 1_763_000_000_000 + seq, state, ...extra }), thingName);
 }
+
+function kafka(text: string | Buffer, key: string | null = null): Ingested {
+  const raw: RawObservation = {
+    key,
+    value: typeof text === "string" ? Buffer.from(text) : text,
+    position: { source: "kafka:test", partition: 0, offset: String(++seq) },
+  };
+  return decodeMessages([raw])[0]!;
+}
+
+/** An item of `POST /observations`, decoded as the route does. */
+const http = (value: unknown): Ingested => decodeValue(value, { source: "http" });
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -74,6 +86,13 @@ function setup(options: { state?: StateStore; now?: { t: number } } = {}) {
 }
 
 const hot = { operator: "gt" as const, resource: "temp", value: 30 };
+/** A 1 x 1 degree polygon, [lon, lat]. */
+const square: [number, number][] = [
+  [10, 59],
+  [11, 59],
+  [11, 60],
+  [10, 60],
+];
 
 describe("thresholds", () => {
   it("actions run when count consecutive observations match; the counter then restarts", async () => {
@@ -96,6 +115,102 @@ describe("thresholds", () => {
     expect(sink.actions).toHaveLength(0);
     await engine.handle([obs("t1", { temp: 31 })]);
     expect(sink.actions).toHaveLength(1);
+  });
+
+  // Devices report partial state: an observation carrying none of a rule's resources neither matches nor resets it.
+  describe("partial observations", () => {
+    const warm = { operator: "gte" as const, resource: "temp", value: 80 };
+
+    it("an observation without the rule's resources neither matches nor resets its count", async () => {
+      const { engine, sink } = setup();
+      engine.load([makeRule("r", [warm], { count: 3, interval: 0 })]);
+      // temp every minute, battery in between: the tracker of the issue.
+      for (const state of [{ temp: 85 }, { battery: 50 }, { temp: 86 }, { battery: 49 }, { battery: 48 }]) {
+        await engine.handle([obs("t1", state)]);
+      }
+      expect(sink.actions).toHaveLength(0);
+      await engine.handle([obs("t1", { temp: 87 })]);
+      expect(sink.actions).toHaveLength(1);
+      expect(sink.actions[0]!.payload.observation.state).toEqual({ temp: 87 });
+    });
+
+    it("in one batch too, and a thing's unconcerned observations do not touch another thing's count", async () => {
+      const { engine, sink } = setup();
+      engine.load([makeRule("r", [warm], { count: 2, interval: 0 })]);
+      await engine.handle([
+        obs("t1", { temp: 90 }),
+        obs("t2", { temp: 90 }),
+        obs("t1", { battery: 10 }),
+        obs("t2", { temp: 10 }),
+        obs("t1", { temp: 91 }),
+        obs("t2", { temp: 91 }),
+      ]);
+      expect(sink.actions.map((a) => a.thingName)).toEqual(["t1"]);
+    });
+
+    it("an observation carrying the resource and not matching still resets", async () => {
+      const { engine, sink } = setup();
+      engine.load([makeRule("r", [warm], { count: 2, interval: 0 })]);
+      await engine.handle([obs("t1", { temp: 90 }), obs("t1", { battery: 1 }), obs("t1", { temp: 20, battery: 1 })]);
+      await engine.handle([obs("t1", { temp: 90 })]);
+      expect(sink.actions).toHaveLength(0);
+      // A resource reported as null is reported (cleared): it concerns the rule and resets it.
+      await engine.handle([obs("t1", { temp: null }), obs("t1", { temp: 90 })]);
+      expect(sink.actions).toHaveLength(0);
+      await engine.handle([obs("t1", { temp: 90 })]);
+      expect(sink.actions).toHaveLength(1);
+    });
+
+    it("a rule of two resources is concerned by either; a geofence by latlng; a nested item by its type's resource", async () => {
+      const { engine, sink } = setup();
+      engine.load([
+        makeRule("both", [warm, { operator: "gt", resource: "hum", value: 50 }], { count: 2, interval: 0 }),
+        makeRule("fence", [{ operator: "inside", resource: "latlng", value: square }], { count: 2, interval: 0 }),
+        makeRule("door", [{ operator: "eq", resource: "door.open", value: 1 }], { count: 2, interval: 0 }),
+      ]);
+      const fired = (): string[] => sink.actions.map((a) => a.ruleId);
+      await engine.handle([
+        obs("t1", { temp: 90, hum: 60, latlng: "59.5,10.5" }, { nested: [{ type: "door", state: { open: 1 } }] }),
+      ]);
+      // Only hum: concerns "both" (and does not match it, temp missing): reset. Not the fence, not the door.
+      await engine.handle([obs("t1", { hum: 60 })]);
+      // A door object without `open`, and another nested type: the door rule is not concerned.
+      await engine.handle([
+        obs(
+          "t1",
+          { battery: 3 },
+          {
+            nested: [
+              { type: "door", state: { locked: 1 } },
+              { type: "window", state: { open: 1 } },
+            ],
+          },
+        ),
+      ]);
+      await engine.handle([
+        obs("t1", { temp: 90, hum: 60, latlng: "59.6,10.6" }, { nested: [{ type: "door", state: { open: 1 } }] }),
+      ]);
+      expect(fired().sort()).toEqual(["door", "fence"]);
+    });
+
+    it("a count carried over unconcerned observations survives a restart", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "dms-engine-"));
+      dirs.push(dir);
+      const rule = makeRule("r", [warm], { count: 3, interval: 0 });
+      const first = openDatabase({ dataDir: dir, migrations: engineMigrations });
+      const a = setup({ state: new SqliteStateStore(first) });
+      a.engine.load([rule]);
+      await a.engine.handle([obs("t1", { temp: 85 }), obs("t1", { battery: 50 }), obs("t1", { temp: 85 })]);
+      first.close();
+      const second = openDatabase({ dataDir: dir, migrations: engineMigrations });
+      const b = setup({ state: new SqliteStateStore(second) });
+      b.engine.load([rule]);
+      await b.engine.handle([obs("t1", { battery: 49 })]);
+      expect(b.sink.actions).toHaveLength(0);
+      await b.engine.handle([obs("t1", { temp: 85 })]);
+      expect(b.sink.actions).toHaveLength(1);
+      second.close();
+    });
   });
 
   it("counts per thing", async () => {
@@ -157,12 +272,6 @@ describe("thing state", () => {
 
   it("enter and leave follow the thing's positions across observations", async () => {
     const { engine, sink } = setup();
-    const square: [number, number][] = [
-      [10, 59],
-      [11, 59],
-      [11, 60],
-      [10, 60],
-    ];
     engine.load([
       makeRule("enter", [{ operator: "enter", resource: "latlng", value: square }]),
       makeRule("leave", [{ operator: "leave", resource: "latlng", value: square }]),
@@ -199,12 +308,6 @@ describe("thing state", () => {
 describe("geofence rules found through the spatial grid", () => {
   it("inside and insidePoi match at edges and centres; a box too large for the grid is scanned", async () => {
     const { engine, sink } = setup();
-    const square: [number, number][] = [
-      [10, 59],
-      [11, 59],
-      [11, 60],
-      [10, 60],
-    ];
     const huge: [number, number][] = [
       [-100, -80],
       [100, -80],
@@ -264,20 +367,17 @@ describe("bad messages go to dead letters; the ones around them are evaluated", 
     const { engine, sink } = setup();
     engine.load([makeRule("r", [hot])]);
     const good = obs("t1", { temp: 31 });
-    const batch: RawObservation[] = [
-      { value: Buffer.from([0xff, 0x00, 0x13]), position: { source: "kafka:test", partition: 0, offset: "1000" } },
-      { value: Buffer.from("{not json"), position: { source: "kafka:test", partition: 0, offset: "1001" } },
-      { value: Buffer.from("[1,2]"), position: { source: "kafka:test", partition: 0, offset: "1002" } },
-      { value: { thingName: "nobody", timestamp: 1, state: {} }, position: { source: "http" } },
-      { value: { thingName: "t1", state: {} }, position: { source: "http" } },
-      { value: { thingName: "t1", timestamp: "yesterday", state: {} }, position: { source: "http" } },
-      { value: { thingName: "t1", timestamp: 1, state: { temp: "hot" } }, position: { source: "http" } },
-      { value: { thingName: "t1", timestamp: 1, state: { latlng: "north" } }, position: { source: "http" } },
-      { value: { timestamp: 1, state: {} }, position: { source: "http" } },
-      {
-        value: Buffer.from('{"thingName":"t1","timestamp":1,"state":{"__proto__":{"temp":99}}}'),
-        position: { source: "kafka:test", partition: 0, offset: "1003" },
-      },
+    const batch: Ingested[] = [
+      kafka(Buffer.from([0xff, 0x00, 0x13])),
+      kafka("{not json"),
+      kafka("[1,2]"),
+      http({ thingName: "nobody", timestamp: 1, state: {} }),
+      http({ thingName: "t1", state: {} }),
+      http({ thingName: "t1", timestamp: "yesterday", state: {} }),
+      http({ thingName: "t1", timestamp: 1, state: { temp: "hot" } }),
+      http({ thingName: "t1", timestamp: 1, state: { latlng: "north" } }),
+      http({ timestamp: 1, state: {} }),
+      kafka('{"thingName":"t1","timestamp":1,"state":{"__proto__":{"temp":99}}}'),
       good,
     ];
     const result = await engine.handle(batch);
@@ -299,13 +399,7 @@ describe("bad messages go to dead letters; the ones around them are evaluated", 
 
   it("accepts ISO 8601 timestamps and the Kafka key as thingName", async () => {
     const { engine } = setup();
-    const result = await engine.handle([
-      {
-        key: "t1",
-        value: Buffer.from('{"timestamp":"2025-11-13T02:13:20.000Z","state":{"temp":1}}'),
-        position: { source: "k", partition: 0, offset: "1" },
-      },
-    ]);
+    const result = await engine.handle([kafka('{"timestamp":"2025-11-13T02:13:20.000Z","state":{"temp":1}}', "t1")]);
     expect(result.accepted).toBe(1);
     expect(engine.thingState("t1")!.timestamp).toBe(Date.parse("2025-11-13T02:13:20.000Z"));
   });

@@ -30,8 +30,8 @@ describe("POST /observations", () => {
       accepted: 2,
       triggered: 1,
       rejected: [
-        { index: 1, reason: "bad-timestamp", message: expect.any(String) },
-        { index: 2, reason: "unknown-thing", message: expect.any(String) },
+        { index: 1, messageKey: "INVALID_ARGUMENTS", reason: "bad-timestamp", message: expect.any(String) },
+        { index: 2, messageKey: "THING_NOT_FOUND", reason: "unknown-thing", message: expect.any(String) },
       ],
     });
     expect(t.dms.services.observations.count()).toBe(before + 2);
@@ -50,7 +50,7 @@ describe("POST /observations", () => {
     expect(await json(res)).toEqual({
       accepted: 1,
       triggered: 0,
-      rejected: [{ index: 0, reason: "NOT_AUTHORIZED", message: expect.any(String) }],
+      rejected: [{ index: 0, messageKey: "NOT_AUTHORIZED", reason: "NOT_AUTHORIZED", message: expect.any(String) }],
     });
   });
 
@@ -115,5 +115,73 @@ describe("GET /observations/dead-letters", () => {
     const text = await (await fetch(`${t.url}/metrics`)).text();
     expect(text).toMatch(/dms_engine_dead_letters_total\{reason="unknown-thing"\} 1/);
     expect(text).toMatch(/dms_engine_rules 1/);
+  });
+});
+
+// One decode, then authorize: whatever shape an item has, what is authorized is what is evaluated.
+describe("an item is decoded once, and the decoded thing is authorized", () => {
+  const forT1 = { thingName: "t1", timestamp: 1763000000500, state: { temp: 99 } };
+  const cases: [string, unknown][] = [
+    ["a JSON string encoding it", JSON.stringify(forT1)],
+    ["a schema-registry envelope", { decoded: forT1 }],
+    ["an array holding it", [forT1]],
+    ["a nested string", { observation: JSON.stringify(forT1) }],
+  ];
+  it.each(cases)("%s, for a thing of another domain, changes nothing there", async (_what, item) => {
+    const before = t.dms.services.observations.count();
+    const handed = sink.actions.length;
+    const stateBefore = JSON.stringify(t.dms.services.engine!.engine.thingState("t1"));
+    const res = await t.call("POST", "/observations", { user: "eastie", body: [item] });
+    expect(res.status).toBe(200);
+    expect(await json(res)).toEqual({
+      accepted: 0,
+      triggered: 0,
+      rejected: [
+        { index: 0, messageKey: "INVALID_ARGUMENTS", reason: expect.any(String), message: expect.any(String) },
+      ],
+    });
+    expect(t.dms.services.observations.count()).toBe(before);
+    expect(sink.actions.length).toBe(handed);
+    expect(JSON.stringify(t.dms.services.engine!.engine.thingState("t1"))).toBe(stateBefore);
+  });
+
+  it("items that are not objects are each their own INVALID_ARGUMENTS; the others are stored and evaluated", async () => {
+    const before = t.dms.services.observations.count();
+    const handed = sink.actions.length;
+    const good = (ts: number) => ({ thingName: "t2", timestamp: ts, state: { temp: 40 } });
+    const res = await t.call("POST", "/observations", {
+      user: "admin",
+      body: [null, good(1763000000601), 42, "text", [good(1763000000602)], true, good(1763000000603), {}],
+    });
+    expect(res.status).toBe(200);
+    const body = await json(res);
+    expect(body).toMatchObject({ accepted: 2, triggered: 2 });
+    expect(body.rejected.map((r: { index: number; messageKey: string }) => [r.index, r.messageKey])).toEqual([
+      [0, "INVALID_ARGUMENTS"],
+      [2, "INVALID_ARGUMENTS"],
+      [3, "INVALID_ARGUMENTS"],
+      [4, "INVALID_ARGUMENTS"],
+      [5, "INVALID_ARGUMENTS"],
+      [7, "INVALID_ARGUMENTS"],
+    ]);
+    expect(body.rejected[0]).toMatchObject({
+      reason: "invalid-observation",
+      message: "an observation is a JSON object",
+    });
+    expect(body.rejected[5]).toMatchObject({ reason: "missing-thing-name" });
+    expect(t.dms.services.observations.count()).toBe(before + 2);
+    expect(sink.actions.slice(handed).map((a) => a.payload.observation.timestamp)).toEqual([
+      1763000000601, 1763000000603,
+    ]);
+  });
+
+  it("an invalid item naming another domain's thing is NOT_AUTHORIZED, not a dead letter of that domain", async () => {
+    const res = await t.call("POST", "/observations", {
+      user: "eastie",
+      body: [{ thingName: "t1", timestamp: "not a time", state: {} }],
+    });
+    expect((await json(res)).rejected).toEqual([
+      { index: 0, messageKey: "NOT_AUTHORIZED", reason: "NOT_AUTHORIZED", message: expect.any(String) },
+    ]);
   });
 });

@@ -124,7 +124,7 @@ describe("device observations over MQTT with Kafka", () => {
   });
   afterAll(() => bridge?.close());
 
-  it("are produced to the observations topic keyed by the device's thing, non-JSON bytes as they are", async () => {
+  it("are decoded once by the bridge: its observations go to the topic keyed by it, the rest are its dead letters", async () => {
     const raw = await readTopic(topic);
     const device = await mqtt.connectAsync(`mqtt://127.0.0.1:${bridge.dms.services.deviceBridge!.port!}`, {
       clientId: "t1",
@@ -134,28 +134,47 @@ describe("device observations over MQTT with Kafka", () => {
     });
     const timestamp = Date.now();
     try {
-      // The payload names another thing: a device speaks only for itself.
       await device.publishAsync(
         "things/t1/observations",
         JSON.stringify([
+          // Another thing of its domain, a thing of another domain as a JSON string, items that are no objects:
+          // a device speaks only for itself, and nothing it sends is parsed a second time downstream.
           { thingName: "t2", timestamp, state: { temp: 21.5 } },
           { timestamp: timestamp + 1, state: { temp: 22 } },
+          JSON.stringify({ thingName: "e1", timestamp, state: { power: 1 } }),
+          null,
+          7,
         ]),
         { qos: 1 },
       );
       await device.publishAsync("things/t1/observations", "not json", { qos: 1 });
+      await device.publishAsync("things/t1/observations", JSON.stringify({ timestamp: timestamp + 2, state: {} }), {
+        qos: 1,
+      });
     } finally {
       await device.endAsync();
     }
-    await until(() => raw.length === 3, 20_000, "three messages on the topic");
-    expect(raw.map((m) => m.key?.toString())).toEqual(["t1", "t1", "t1"]);
-    expect(JSON.parse(raw[0]!.value!.toString())).toEqual({ thingName: "t1", timestamp, state: { temp: 21.5 } });
-    expect(JSON.parse(raw[1]!.value!.toString())).toEqual({
+    await until(() => raw.length === 2, 20_000, "two messages on the topic");
+    await new Promise((r) => setTimeout(r, 500));
+    expect(raw).toHaveLength(2);
+    expect(raw.map((m) => m.key?.toString())).toEqual(["t1", "t1"]);
+    expect(JSON.parse(raw[0]!.value!.toString())).toEqual({
       thingName: "t1",
       timestamp: timestamp + 1,
       state: { temp: 22 },
     });
-    expect(raw[2]!.value!.toString()).toBe("not json");
+    expect(JSON.parse(raw[1]!.value!.toString())).toEqual({ thingName: "t1", timestamp: timestamp + 2, state: {} });
+
+    const letters = bridge.dms.services.db
+      .prepare<[], { source: string; thing_name: string; domain: string; reason: string }>(
+        "SELECT source, thing_name, domain, reason FROM engine_dead_letters ORDER BY id",
+      )
+      .all();
+    expect(letters).toEqual(
+      ["foreign-thing", "invalid-observation", "invalid-observation", "invalid-observation", "not-json"].map(
+        (reason) => ({ source: "mqtt", thing_name: "t1", domain: "acme", reason }),
+      ),
+    );
   });
 });
 

@@ -50,16 +50,25 @@ describe("the Kafka source in a running dms", () => {
         { key: "ghost", value: observation("ghost", { temp: 99 }), partition: 0 },
         { key: "t1", value: JSON.stringify({ thingName: "t1", state: { temp: 50 } }), partition: 0 },
         { key: "t1", value: observation("t1", { temp: "warm" }), partition: 0 },
+        // JSON values that are not objects: an observation encoded as a JSON string is a string, not parsed again.
+        { key: "t1", value: JSON.stringify(observation("t1", { temp: 99 })), partition: 0 },
+        { key: "t1", value: "null", partition: 0 },
+        { key: "t1", value: `[${observation("t1", { temp: 99 })}]`, partition: 0 },
+        { key: "t1", value: "7", partition: 0 },
         { key: "t1", value: observation("t1", { temp: 40 }), partition: 0 },
       ],
     });
     await until(() => sink.actions.length === 2, 20_000);
     expect(sink.actions.map((a) => a.idempotencyKey)).toEqual([
       `hot:t1:kafka:${topic}:0:0:0`,
-      `hot:t1:kafka:${topic}:0:6:0`,
+      `hot:t1:kafka:${topic}:0:10:0`,
     ]);
     const body = await json(await t.call("GET", "/observations/dead-letters", { user: "admin" }));
     expect(body.deadLetters.map((d: { reason: string; offset: string }) => `${d.offset}:${d.reason}`)).toEqual([
+      "9:invalid-observation",
+      "8:invalid-observation",
+      "7:invalid-observation",
+      "6:invalid-observation",
       "5:wrong-type",
       "4:missing-timestamp",
       "3:unknown-thing",

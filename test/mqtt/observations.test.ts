@@ -29,10 +29,16 @@ describe("device observations over MQTT", () => {
       reconnectPeriod: 0,
     });
     const timestamp = Date.now();
-    // The payload names another thing: a device speaks only for itself, so t1 is stored.
+    // A device speaks only for itself: an observation naming another thing (of its domain or, as a JSON
+    // string the engine once parsed again, of another) is refused; one naming none is the device's.
     await device.publishAsync(
       "things/t1/observations",
-      JSON.stringify({ thingName: "t2", timestamp, state: { temp: 21.5 } }),
+      JSON.stringify([
+        { thingName: "t2", timestamp: timestamp - 1, state: { temp: 99 } },
+        JSON.stringify({ thingName: "e1", timestamp: timestamp - 1, state: { power: 99 } }),
+        null,
+        { timestamp, state: { temp: 21.5 } },
+      ]),
       { qos: 1 },
     );
     await device.publishAsync("things/t1/observations", "not json", { qos: 1 });
@@ -51,12 +57,22 @@ describe("device observations over MQTT", () => {
     expect(stored.domain).toBe("acme");
     expect(JSON.parse(stored.doc).state).toEqual({ temp: 21.5 });
 
-    // The bytes that were not JSON are a dead letter from the mqtt source, with a reason.
-    const letter = await until(async () => {
-      const res = await t.call("GET", "/observations/dead-letters", { user: "admin" });
-      const text = JSON.stringify(await json(res));
-      return text.includes("mqtt") ? text : undefined;
+    // What was refused is a dead letter from the mqtt source of the device, with a reason, readable in its domain.
+    const letters = await until(async () => {
+      const res = await t.call("GET", "/observations/dead-letters", { user: "alice" });
+      const body = (await json(res)) as { deadLetters: { source: string; thingName: string; reason: string }[] };
+      return body.deadLetters.length === 4 ? body.deadLetters : undefined;
     });
-    expect(letter).toMatch(/json/i);
+    expect(letters.map((d) => [d.source, d.thingName, d.reason])).toEqual([
+      ["mqtt", "t1", "not-json"],
+      ["mqtt", "t1", "invalid-observation"],
+      ["mqtt", "t1", "invalid-observation"],
+      ["mqtt", "t1", "foreign-thing"],
+    ]);
+    const others = t.dms.services.db
+      .prepare<[number], { n: number }>("SELECT count(*) AS n FROM observations WHERE ts = ?")
+      .get(timestamp - 1);
+    expect(others!.n).toBe(0);
+    expect(t.dms.services.engine!.engine.thingState("e1")?.state.power).toBeUndefined();
   });
 });

@@ -200,6 +200,35 @@ describe("observation -> rule -> receiver", () => {
     expect(hook.requests[0]).toMatchObject({ url: "/chained", body: "alarm 39 on t2" });
   });
 
+  it("SET_RESOURCE feedback (only the resource it set) does not reset another rule's count on the thing type", async () => {
+    await createRule(
+      ruleBody({
+        id: "set-pressure",
+        expression: [{ operator: "gt", resource: "hum", value: 1 }],
+        actions: [{ type: "SET_RESOURCE", config: { resource: "pressure", value: 7 } }],
+      }),
+    );
+    await createRule(
+      ruleBody({
+        id: "humid",
+        expression: [{ operator: "gte", resource: "hum", value: 80 }],
+        threshold: { count: 3, interval: 0 },
+        actions: [{ type: "WEBHOOK", config: { uri: `${hook.url}/humid`, body: "${thing.thingName}" } }],
+      }),
+    );
+    const fedBack = t.dms.services.db.prepare<[], { n: number }>(
+      "SELECT count(*) AS n FROM action_outbox WHERE rule_id = 'set-pressure' AND status = 'delivered'",
+    );
+    for (let i = 1; i <= 3; i++) {
+      // The third reading is the third consecutive match of `humid`: it triggers beside set-pressure.
+      expect(await observe("t2", { hum: 85 })).toMatchObject({ accepted: 1, triggered: i === 3 ? 2 : 1 });
+      // Each match's feedback ({pressure: 7} alone) is evaluated before the next humidity reading.
+      await until(() => fedBack.get()!.n === i, `feedback ${i}`);
+    }
+    await until(() => hook.requests.some((r) => r.url === "/humid"), "the count rule firing on the third reading");
+    expect(hook.requests.filter((r) => r.url === "/humid")).toHaveLength(1);
+  });
+
   it("SET_RESOURCE of <type>.<resource> sets it on every nested object of that type", async () => {
     await createRule(
       ruleBody({

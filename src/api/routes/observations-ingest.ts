@@ -1,6 +1,13 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { requireReadWrite, ROOT_DOMAIN } from "../../auth/index.js";
-import { DEAD_LETTER_REASONS, type EngineService, type StoredDeadLetter } from "../../engine/index.js";
+import {
+  DEAD_LETTER_REASONS,
+  decodeValue,
+  type DeadLetterReason,
+  type EngineService,
+  type Ingested,
+  type StoredDeadLetter,
+} from "../../engine/index.js";
 import { ApiError } from "../../errors/index.js";
 import type { RouteModule } from "../context.js";
 import { jsonBody, jsonResponses } from "../openapi.js";
@@ -10,11 +17,23 @@ export const MAX_OBSERVATIONS_PER_REQUEST = 10_000;
 
 const tags = ["observations: ingest"];
 
-const Rejected = z.object({
-  index: z.number().int(),
-  reason: z.string(),
-  message: z.string(),
-});
+/**
+ * One item's error: its index in the body, the interface's error key (`INVALID_ARGUMENTS` for an item
+ * that is not an observation, `THING_NOT_FOUND`, `NOT_AUTHORIZED`) and the dead letter's finer reason.
+ */
+const Rejected = z
+  .object({
+    index: z.number().int(),
+    messageKey: z.enum(["INVALID_ARGUMENTS", "THING_NOT_FOUND", "NOT_AUTHORIZED"]),
+    reason: z.string(),
+    message: z.string(),
+  })
+  .openapi("RejectedObservation");
+
+/** The error key a caller reads for an item the engine refused. */
+function itemErrorKey(reason: DeadLetterReason): "INVALID_ARGUMENTS" | "THING_NOT_FOUND" {
+  return reason === "unknown-thing" ? "THING_NOT_FOUND" : "INVALID_ARGUMENTS";
+}
 
 const ingest = createRoute({
   method: "post",
@@ -77,21 +96,35 @@ export const observationsIngestRoutes: RouteModule = (app, services) => {
     requireReadWrite(principal);
     const items = c.req.valid("json");
     const rejected: z.infer<typeof Rejected>[] = [];
-    const allowed: unknown[] = [];
+    const allowed: Ingested[] = [];
     const indexes: number[] = [];
     items.forEach((item, index) => {
+      // One decode, then authorize what was decoded: the engine evaluates exactly this, never the item again.
+      const decoded = decodeValue(item, { source: "http" });
       // Posting for a thing needs Observations.CREATE on its domain; unknown things go on to the dead letters.
-      const name = (item as { thingName?: unknown } | null)?.thingName;
-      const thing = typeof name === "string" ? services.registry.thing(name) : undefined;
+      const name = decoded.observation?.thingName ?? decoded.refusal?.thingName;
+      const thing = name === undefined ? undefined : services.registry.thing(name);
       if (thing && !principal.can("Observations.CREATE", thing.domain)) {
-        rejected.push({ index, reason: "NOT_AUTHORIZED", message: `no Observations.CREATE on domain ${thing.domain}` });
+        rejected.push({
+          index,
+          messageKey: "NOT_AUTHORIZED",
+          reason: "NOT_AUTHORIZED",
+          message: `no Observations.CREATE on domain ${thing.domain}`,
+        });
         return;
       }
-      allowed.push(item);
+      allowed.push(decoded);
       indexes.push(index);
     });
-    const result = await engine().submit(allowed);
-    for (const r of result.rejected) rejected.push({ ...r, index: indexes[r.index]! });
+    const result = await engine().accept(allowed);
+    for (const r of result.rejected) {
+      rejected.push({
+        index: indexes[r.index]!,
+        messageKey: itemErrorKey(r.reason),
+        reason: r.reason,
+        message: r.message,
+      });
+    }
     rejected.sort((a, b) => a.index - b.index);
     return c.json({ accepted: result.accepted, triggered: result.triggered, rejected }, 200);
   });

@@ -60,6 +60,13 @@ export interface CompiledRule {
   readonly area: BBox | undefined;
   /** Without a constant index or `area`: the box the previous position must lie in (leave), for a second grid. */
   readonly prevArea: BBox | undefined;
+  /**
+   * Whether an observation carries at least one resource the rule's items name (`latlng` for the
+   * geofence operators, `<type>.<resource>` in a nested object of that type): only such an
+   * observation counts for the rule's threshold, matching or resetting it. Devices report partial
+   * state, and an observation of other resources says nothing about this rule's conditions.
+   */
+  readonly concerns: Test;
 }
 
 export interface CompileOptions {
@@ -119,6 +126,36 @@ export function compileRule(rule: Rule, options: CompileOptions = {}): CompiledR
     rest: all(expressions.filter((e) => e !== indexed).map((e) => e.test)),
     area: indexed ? undefined : expressions.find((e) => e.area !== undefined)?.area,
     prevArea: indexed ? undefined : expressions.find((e) => e.prevArea !== undefined)?.prevArea,
+    concerns: concernsTest(rule.expression),
+  };
+}
+
+/** The observation resources a rule's items name, and a test for an observation carrying one of them. */
+function concernsTest(items: readonly ExpressionItem[]): Test {
+  const own = new Set<string>();
+  const nested = new Map<string, { type: string; name: string }>();
+  for (const item of items) {
+    const { type, name } = splitResource(item.resource);
+    if (type === undefined) own.add(name);
+    else nested.set(item.resource, { type, name });
+  }
+  const names = [...own];
+  const pairs = [...nested.values()];
+  // Every item names a resource (the schema requires it), so this is only a safe default.
+  if (names.length === 0 && pairs.length === 0) return () => true;
+  // Own keys only: a resource named `constructor` must not be found on every object's prototype.
+  return (ctx) => {
+    const os = ctx.os;
+    for (let i = 0; i < names.length; i++) if (Object.hasOwn(os, names[i]!)) return true;
+    const list = ctx.on;
+    if (list === undefined || pairs.length === 0) return false;
+    for (let i = 0; i < list.length; i++) {
+      const n = list[i]!;
+      const t = n.type ?? UNTYPED;
+      for (let j = 0; j < pairs.length; j++)
+        if (pairs[j]!.type === t && Object.hasOwn(n.state, pairs[j]!.name)) return true;
+    }
+    return false;
   };
 }
 

@@ -5,17 +5,11 @@ import type { ObservationIngest } from "../ingest.js";
 /** The observations topic as a way in from inside the service, when Kafka is on. */
 export interface KafkaIngest {
   /**
-   * SET_RESOURCE: each observation produced keyed by its thingName, so the
-   * engine process owning that partition evaluates it. The `source` name is
-   * not carried: on the topic the observation is `kafka:<topic>:...` like any other.
+   * SET_RESOURCE and the MQTT bridge's decoded observations: each produced keyed by its thingName,
+   * so the engine process owning that partition evaluates it. The `source` name is not carried: on
+   * the topic the observation is `kafka:<topic>:...` like any other.
    */
   ingest: ObservationIngest;
-  /**
-   * The MQTT bridge: one device's items (parsed observations, or the raw bytes
-   * that were not JSON) keyed by its thingName. Bytes go as they are, so the
-   * engine dead-letters them with the reason; anything else goes as JSON.
-   */
-  produce(thingName: string, items: readonly unknown[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -24,10 +18,6 @@ export function kafkaIngest(brokers: string, topic: string, logger: Logger): Kaf
   const producer = topicProducer({ brokers, topic, clientId: "dms-ingest", logger, what: "observations" });
   return {
     ingest: (observations) => producer.send(observations.map((o) => ({ key: o.thingName, value: JSON.stringify(o) }))),
-    produce: (thingName, items) =>
-      producer.send(
-        items.map((item) => ({ key: thingName, value: Buffer.isBuffer(item) ? item : JSON.stringify(item) })),
-      ),
     close: () => producer.close(),
   };
 }
