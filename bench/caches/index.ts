@@ -11,27 +11,12 @@ import { runInNewContext } from "node:vm";
 import { template, templateCacheSize } from "../../src/actions/template.js";
 import { generatedCacheSize } from "../../src/engine/compile/expression.js";
 import { compileRule } from "../../src/engine/index.js";
-import type { Rule } from "../../src/rules/index.js";
+import { distinctRule } from "./workload.js";
 
 setFlagsFromString("--expose-gc");
 const gc = runInNewContext("gc") as () => void;
 const TOTAL = Number(process.env.BENCH_CACHES_TOTAL ?? 100_000);
 const MB = 1024 * 1024;
-
-function rule(i: number): Rule {
-  return {
-    id: `r${i}`,
-    name: "r",
-    enabled: true,
-    filter: { domain: "acme", thingType: "10" },
-    expression: [
-      { operator: "gt", resource: "temp", value: `\${thing.state.temp + ${i}}` },
-      { operator: "lt", resource: "nested.temp", value: `\${observation.limit * ${i} - 1}` },
-    ],
-    threshold: { count: 1, interval: 0 },
-    actions: [],
-  };
-}
 
 console.log(
   `machine: ${cpus()[0]?.model}, ${cpus().length} cores, Node ${process.version}, ${new Date().toISOString()}`,
@@ -45,7 +30,7 @@ console.log("| expressions | RSS MB | heap after GC MB | generated cache | templ
 console.log("| --- | --- | --- | --- | --- |");
 const scope = { observation: { temp: 3 } };
 for (let i = 1; i <= TOTAL; i++) {
-  compileRule(rule(i));
+  compileRule(distinctRule(i));
   template(`t${i} \${observation.temp * ${i}}`).render(scope, () => undefined);
   if (i % 10_000 === 0) {
     gc();
