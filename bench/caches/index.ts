@@ -8,9 +8,8 @@
 import { cpus, loadavg } from "node:os";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { template, templateCacheSize } from "../../src/actions/template.js";
-import { generatedCacheSize } from "../../src/engine/compile/expression.js";
-import { compileRule } from "../../src/engine/index.js";
+import { template, templateCacheSize } from "../../src/actions/index.js";
+import { compileRule, generatedCacheSize } from "../../src/engine/index.js";
 import { distinctRule } from "./workload.js";
 
 setFlagsFromString("--expose-gc");

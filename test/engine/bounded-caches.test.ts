@@ -1,9 +1,8 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
-import { TEMPLATE_CACHE_MAX, template, templateCacheSize } from "../../src/actions/template.js";
-import { GENERATED_CACHE_MAX, generatedCacheSize } from "../../src/engine/compile/expression.js";
-import { compileRule } from "../../src/engine/index.js";
+import { TEMPLATE_CACHE_MAX, template, templateCacheSize } from "../../src/actions/index.js";
+import { GENERATED_CACHE_MAX, compileRule, generatedCacheSize } from "../../src/engine/index.js";
 import { distinctRule } from "../../bench/caches/workload.js";
 
 // Issue 14, finding 6: 60,000 dry runs with distinct expressions grew RSS from 451 to 764 MB, never
