@@ -19,10 +19,20 @@ export {
   type ValidationOptions,
 } from "./action.js";
 export { ACTION_DEFINITIONS, checkActionConfig, type ConfigCheck } from "./definitions.js";
-export { parseTemplate, substitute, strings, template, Template, TemplateError, type Scope } from "./template.js";
+export {
+  parseTemplate,
+  substitute,
+  strings,
+  template,
+  templateCacheSize,
+  Template,
+  TemplateError,
+  TEMPLATE_CACHE_MAX,
+  type Scope,
+} from "./template.js";
 export { payloadScope } from "./scope.js";
 export { realTimers, type Timers } from "./timers.js";
-export { addressProblem, isPrivateAddress, isPrivateHost } from "./net.js";
+export { addressProblem, hostAddresses, isPrivateAddress, isPrivateHost } from "./net.js";
 export { webhookDnsProblem } from "./webhook.js";
 export { splitResource, RESERVED_TYPES } from "./set-resource.js";
 export { truncate, SMS_MAX_LENGTH } from "./sms.js";

@@ -1,6 +1,4 @@
 import { LRUCache } from "lru-cache";
-// The expression compiler itself, not engine/compile's index: that pulls in the rule compiler, which needs
-// src/rules, which validates action configs with this file.
 import { RuleCompileError, compileScopeExpression, readPath, type ScopeExpression } from "../engine/index.js";
 
 /** Thrown for a `${...}` that does not close, does not parse, or is not allowed. */

@@ -18,14 +18,17 @@ export {
 } from "./decode.js";
 export {
   compileRule,
-  compileScopeExpression,
-  readPath,
   RuleCompileError,
   readGeoPoint,
-  type ScopeExpression,
   type CompiledRule,
   type CompileOptions,
   type ExpressionMode,
+  // The whitelisted expression compiler, which action templates share, and its bounded cache.
+  compileScopeExpression,
+  readPath,
+  generatedCacheSize,
+  GENERATED_CACHE_MAX,
+  type ScopeExpression,
 } from "./compile/index.js";
 export { evaluateRule, type DryRunInput, type DryRunResult } from "./evaluate.js";
 export { deadLetter, RuleEngine, type BatchResult, type EngineOptions, type Rejected } from "./engine.js";

@@ -1,8 +1,13 @@
 import { lookup } from "node:dns/promises";
 import { hostname } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addressProblem, checkActionConfig, isPrivateAddress, type Outbox } from "../../src/actions/index.js";
-import { hostAddresses } from "../../src/actions/net.js";
+import {
+  addressProblem,
+  checkActionConfig,
+  hostAddresses,
+  isPrivateAddress,
+  type Outbox,
+} from "../../src/actions/index.js";
 import { migrations } from "../../src/migrations.js";
 import { openDatabase, type Db } from "../../src/store/index.js";
 import { standaloneOutbox } from "../support/outbox.js";

@@ -1,10 +1,9 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
-import { TEMPLATE_CACHE_MAX, template, templateCacheSize } from "../../src/actions/template.js";
-import { GENERATED_CACHE_MAX, generatedCacheSize } from "../../src/engine/compile/expression.js";
-import { compileRule } from "../../src/engine/index.js";
-import type { Rule } from "../../src/rules/index.js";
+import { TEMPLATE_CACHE_MAX, template, templateCacheSize } from "../../src/actions/index.js";
+import { GENERATED_CACHE_MAX, compileRule, generatedCacheSize } from "../../src/engine/index.js";
+import { distinctRule } from "../../bench/caches/workload.js";
 
 // Issue 14, finding 6: 60,000 dry runs with distinct expressions grew RSS from 451 to 764 MB, never
 // released: the generated-function cache kept every text. Every cache is now an LRU with a bound
@@ -19,22 +18,6 @@ function heapAfterGc(): number {
   return process.memoryUsage().heapUsed;
 }
 
-function rule(i: number): Rule {
-  return {
-    id: `r${i}`,
-    name: "r",
-    enabled: true,
-    filter: { domain: "acme", thingType: "10" },
-    // Distinct texts: a fused comparison and a value expression, as a dry run compiles them.
-    expression: [
-      { operator: "gt", resource: "temp", value: `\${thing.state.temp + ${i}}` },
-      { operator: "lt", resource: "nested.temp", value: `\${observation.limit * ${i} - 1}` },
-    ],
-    threshold: { count: 1, interval: 0 },
-    actions: [],
-  };
-}
-
 const scope = { observation: { temp: 3 }, thing: { thingName: "t1" } };
 
 describe("caches keyed by user input stay at their bound", () => {
@@ -43,7 +26,7 @@ describe("caches keyed by user input stay at their bound", () => {
     const WARM = 20_000; // past both bounds, so the caches are full from here on
     let base = 0;
     for (let i = 0; i < TOTAL; i++) {
-      compileRule(rule(i));
+      compileRule(distinctRule(i));
       const rendered = template(`t${i} \${observation.temp * ${i}}`).render(scope, () => undefined);
       if (i === 5) expect(rendered).toBe("t5 15");
       if (i === WARM) base = heapAfterGc();

@@ -193,5 +193,5 @@ describe("refresh tokens rotate", () => {
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
-  });
+  }, 180_000); // three whole services start on a shared, loaded machine
 });

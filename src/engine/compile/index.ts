@@ -10,4 +10,13 @@ export { RuleSet } from "./ruleset.js";
 export { EvalContext, UNTYPED, splitResource } from "./context.js";
 export { RuleCompileError } from "./errors.js";
 export { readGeoPoint, type LonLat } from "./geo.js";
-export { compileScopeExpression, readPath, type ExpressionMode, type ScopeExpression } from "./expression.js";
+export {
+  compileScopeExpression,
+  readPath,
+  generatedCacheSize,
+  GENERATED_CACHE_MAX,
+  EXPRESSION_MAX_LENGTH,
+  EXPRESSION_MAX_NODES,
+  type ExpressionMode,
+  type ScopeExpression,
+} from "./expression.js";
