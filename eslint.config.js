@@ -42,4 +42,20 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // V8's RegExp backtracks: a pattern built at run time may hold a caller's text and take
+    // exponential time. Those go through src/patterns (RE2, linear time); constants are literals.
+    files: ["src/**/*.ts"],
+    ignores: ["src/patterns/**"],
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        {
+          selector: ":matches(NewExpression, CallExpression)[callee.name='RegExp'][arguments.0.type!='Literal']",
+          message:
+            "RegExp built at run time: compile caller patterns with src/patterns (linear time); a constant pattern is a literal.",
+        },
+      ],
+    },
+  },
 );

@@ -25,7 +25,7 @@ import { provisionFromFile } from "./provision/index.js";
 import { RuleStore, RulesService } from "./rules/index.js";
 import { createProxy } from "./proxy/index.js";
 import { Files, LocalFileStore } from "./files/index.js";
-import { ObservationReader, ObservationStore, createExports } from "./observations/index.js";
+import { ObservationReader, ObservationStore, createExports, createFindRunner } from "./observations/index.js";
 import { SearchIndex } from "./search/index.js";
 import { UrlSigner, signingKey } from "./signing/index.js";
 import { openDatabase, startCheckpointer } from "./store/index.js";
@@ -119,6 +119,12 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   });
   const secret = jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR);
   const observationReader = new ObservationReader(db);
+  const find = createFindRunner({
+    file: db.name,
+    reader: observationReader,
+    threads: config.DMS_FIND_THREADS,
+    budgetMs: config.DMS_FIND_TIMEOUT_MS,
+  });
   const exports = createExports({
     db,
     reader: observationReader,
@@ -159,6 +165,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     actionSink: actions,
     events,
     observationReader,
+    find,
     exports,
     clock,
     jobs,
@@ -256,6 +263,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
     search.close();
     jobs.close();
+    await find.close();
     relay?.stop();
     await checkpointer?.stop();
     db.close();

@@ -8,7 +8,7 @@ import type { Config } from "../config/index.js";
 import type { EventStore } from "../events/index.js";
 import type { EngineService, ObservationIngest } from "../engine/index.js";
 import type { Mailer } from "../mail/index.js";
-import type { Exports, ObservationReader, ObservationStore } from "../observations/index.js";
+import type { Exports, FindRunner, ObservationReader, ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
 import type { Proxy } from "../proxy/index.js";
 import type { Files } from "../files/index.js";
@@ -32,6 +32,8 @@ export interface Services {
   observations: ObservationStore;
   /** FIND and export reads of the observation table. */
   observationReader: ObservationReader;
+  /** FIND evaluation off the main thread, each request within its time budget. */
+  find: FindRunner;
   /** Export jobs, their executions, runner and scheduler. */
   exports: Exports;
   mailer: Mailer;

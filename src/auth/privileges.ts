@@ -25,6 +25,7 @@ export const ROLES = ["Read", "ReadWrite"] as const;
 export type RoleName = (typeof ROLES)[number];
 
 /** A granted privilege may also be `<Resource>.*` (all four actions) or `*.*` (everything). */
+// eslint-disable-next-line no-restricted-syntax -- built from the constant resource and action lists
 const GRANT = new RegExp(`^(${RESOURCES.join("|")}|\\*)\\.(${ACTIONS.join("|")}|\\*)$`);
 
 export function isGrant(value: string): boolean {

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { availableParallelism } from "node:os";
 import { z } from "zod";
 
 /** Every part of dms that one process can run; `DMS_ROLES` picks a subset. */
@@ -40,6 +41,14 @@ const schema = z.object({
     .min(1024)
     .default(4 * 1024 * 1024),
   DMS_BUS_POLL_MS: z.coerce.number().int().min(10).max(10_000).default(200),
+  // FIND runs on threads of its own, so that no query holds the event loop; 0 runs it in-process.
+  DMS_FIND_THREADS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(64)
+    .default(Math.max(1, Math.min(4, availableParallelism() - 1))),
+  DMS_FIND_TIMEOUT_MS: z.coerce.number().int().min(10).max(600_000).default(15_000),
   DMS_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   KAFKA_BROKERS: z
     .string()

@@ -6,7 +6,15 @@ export {
   type StoredObservationRow,
 } from "./store.js";
 export { ObservationReader, type CandidateRow, type ExportRow } from "./reader.js";
-export { planFind, runFind, type FindPlan, type FindScope } from "./find/index.js";
+export {
+  planFind,
+  runFind,
+  createFindRunner,
+  FIND_LIMITS,
+  type FindPlan,
+  type FindScope,
+  type FindRunner,
+} from "./find/index.js";
 export {
   createExports,
   exportMigrations,

@@ -19,16 +19,18 @@ export interface CandidateFilter {
 /** SQLite integers stop at 2^63; a range open on one side is bounded by these. */
 const MIN_TS = -8_640_000_000_000_000;
 const MAX_TS = 8_640_000_000_000_000;
-/** Prepared statements kept; one per (types, names) count of a query. */
+/** Prepared statements kept: there are four shapes (lists are bound as one parameter), so all stay. */
 const STATEMENT_CACHE = 256;
 
 /**
  * Reads of the observation table for FIND and exports. The indexes on
- * (thing_type, ts), (thing_name, ts) and ts decide what is read; statements
- * are prepared once per shape of IN list.
+ * (thing_type, ts), (thing_name, ts) and ts decide what is read. Lists of
+ * thing types and names go in as one JSON array each (`IN (SELECT value FROM
+ * json_each(?))`): one variable whatever their length, so 40,000 names never
+ * reach SQLite's limit of 32,766 variables, and one prepared statement per shape.
  */
 export class ObservationReader {
-  /** Keyed by how many types and names a query lists, which the caller chooses: bounded. */
+  /** Keyed by the statement's shape: bounded by construction, and by the LRU besides. */
   private readonly statements = new LRUCache<string, Statement>({ max: STATEMENT_CACHE });
 
   constructor(private readonly db: Db) {}
@@ -39,15 +41,16 @@ export class ObservationReader {
    */
   candidates(f: CandidateFilter, limit: number): CandidateRow[] {
     const names = f.thingNames;
-    const key = `c:${f.thingTypes.length}:${names?.length ?? -1}`;
+    const key = names ? "c:names" : "c:types";
     let stmt = this.statements.get(key);
     if (!stmt) {
-      let sql = `SELECT id, thing_type, doc FROM observations WHERE ts >= ? AND ts <= ? AND thing_type IN (${marks(f.thingTypes.length)})`;
-      if (names) sql += ` AND thing_name IN (${marks(names.length)})`;
+      let sql = `SELECT id, thing_type, doc FROM observations WHERE ts >= ? AND ts <= ? AND thing_type IN ${LIST}`;
+      if (names) sql += ` AND thing_name IN ${LIST}`;
       stmt = this.db.prepare(`${sql} LIMIT ?`).raw(true);
       this.statements.set(key, stmt);
     }
-    return stmt.all(clamp(f.tsFrom), clamp(f.tsTo), ...f.thingTypes, ...(names ?? []), limit) as CandidateRow[];
+    const lists = names ? [JSON.stringify(f.thingTypes), JSON.stringify(names)] : [JSON.stringify(f.thingTypes)];
+    return stmt.all(clamp(f.tsFrom), clamp(f.tsTo), ...lists, limit) as CandidateRow[];
   }
 
   /**
@@ -62,11 +65,10 @@ export class ObservationReader {
     limit: number,
   ): ExportRow[] {
     const byType = scope.thingType !== undefined;
-    const n = scope.things?.length ?? 0;
-    const key = byType ? "e:type" : `e:things:${n}`;
+    const key = byType ? "e:type" : "e:things";
     let stmt = this.statements.get(key);
     if (!stmt) {
-      const where = byType ? "thing_type = ?" : `thing_name IN (${marks(n)})`;
+      const where = byType ? "thing_type = ?" : `thing_name IN ${LIST}`;
       stmt = this.db
         .prepare(
           `SELECT id, ts, thing_name, doc FROM observations
@@ -76,16 +78,15 @@ export class ObservationReader {
         .raw(true);
       this.statements.set(key, stmt);
     }
-    const scopeArgs = byType ? [scope.thingType!] : [...(scope.things ?? [])];
+    const scopeArg = byType ? scope.thingType! : JSON.stringify(scope.things ?? []);
     // The lower bound starts at the last row read, so each page is an index range, not a rescan.
     const lower = Math.max(clamp(from), after.ts);
-    return stmt.all(lower, clamp(to), after.ts, after.id, ...scopeArgs, limit) as ExportRow[];
+    return stmt.all(lower, clamp(to), after.ts, after.id, scopeArg, limit) as ExportRow[];
   }
 }
 
-function marks(n: number): string {
-  return Array.from({ length: n }, () => "?").join(",");
-}
+/** A list bound as one JSON array parameter. */
+const LIST = "(SELECT value FROM json_each(?))";
 
 function clamp(t: number): number {
   return Math.max(MIN_TS, Math.min(MAX_TS, t));

@@ -8,6 +8,7 @@ export type LonLat = [number, number];
 
 const GEOHASH = "0123456789bcdefghjkmnpqrstuvwxyz";
 const DECIMAL = String.raw`-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?`;
+// eslint-disable-next-line no-restricted-syntax -- built from a constant
 const LAT_LON = new RegExp(String.raw`^\s*(${DECIMAL})\s*,\s*(${DECIMAL})\s*$`);
 const WKT_POINT = /^\s*POINT\s*\(\s*(-?[\d.eE+-]+)\s+(-?[\d.eE+-]+)\s*\)\s*$/i;
 

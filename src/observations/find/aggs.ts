@@ -24,9 +24,15 @@ import {
 } from "./fields.js";
 import { compileSort, compileSource, hitOf } from "./hits.js";
 import { compileQuery, newPushdown, type Matcher } from "./query.js";
+import { regexpPattern } from "../../patterns/index.js";
+import { FIND_LIMITS, overLimit, type QueryBudget } from "./limits.js";
 
 export interface AggContext {
   now: number;
+  /** The request's counters: aggregations compiled, buckets answered, time left. */
+  budget: QueryBudget;
+  /** Levels of aggregations enclosing these. */
+  depth?: number;
 }
 
 /** A compiled aggregation: run over the documents of its bucket, it answers the ES 5.6 shape. */
@@ -41,7 +47,11 @@ type Output = Json;
 export function compileAggs(spec: unknown, ctx: AggContext, where = "aggs"): Agg[] {
   if (spec === undefined) return [];
   const o = objectAt(spec, where);
-  return Object.entries(o).map(([name, def]) => compileAgg(name, objectAt(def, `${where}.${name}`), ctx));
+  const depth = (ctx.depth ?? 0) + 1;
+  if (depth > FIND_LIMITS.aggregationDepth)
+    throw overLimit(`[${where}] aggregations nest too deep`, FIND_LIMITS.aggregationDepth);
+  const inner = { ...ctx, depth };
+  return Object.entries(o).map(([name, def]) => compileAgg(name, objectAt(def, `${where}.${name}`), inner));
 }
 
 function compileAgg(name: string, def: Json, ctx: AggContext): Agg {
@@ -50,14 +60,24 @@ function compileAgg(name: string, def: Json, ctx: AggContext): Agg {
   if (kinds.length !== 1) throw badQuery(`[aggs.${name}] must hold exactly one aggregation type`);
   const kind = kinds[0]!;
   const body = def[kind];
+  ctx.budget.addAggregation();
   const where = `aggs.${name}.${kind}`;
   if (kind === "global") throw badQuery(`[${where}] global aggregations are not allowed`);
   const subs = compileAggs(subSpec, ctx, `aggs.${name}.aggs`);
   const make = BUILDERS[kind];
   if (!make) throw badQuery(`unsupported aggregation [${kind}] in [aggs.${name}]`);
   if (METRICS.has(kind) && subs.length > 0) throw badQuery(`[${where}] cannot hold sub-aggregations`);
-  const run = make(objectAt(body, where), { ctx, subs, where });
+  const answer = make(objectAt(body, where), { ctx, subs, where });
   const meta = def.meta;
+  const budget = ctx.budget;
+  // Buckets are counted as each aggregation answers, so an explosion at depth stops early.
+  const run = (docs: Doc[]): Output => {
+    budget.tick();
+    const out = answer(docs);
+    const buckets = out.buckets;
+    if (buckets) budget.addBuckets(Array.isArray(buckets) ? buckets.length : Object.keys(buckets).length);
+    return out;
+  };
   return {
     name,
     run: meta === undefined ? run : (docs) => ({ meta, ...run(docs) }),
@@ -288,6 +308,12 @@ const topHits: Builder = (body, b) => {
   onlyKeys(body, ["size", "from", "sort", "_source", "track_scores"], b.where);
   const size = body.size === undefined ? 3 : intAt(body.size, `${b.where}.size`);
   const from = body.from === undefined ? 0 : intAt(body.from, `${b.where}.from`);
+  if (from + size > FIND_LIMITS.innerResultWindow)
+    throw overLimit(
+      `[${b.where}] [from] + [size] is too large`,
+      FIND_LIMITS.innerResultWindow,
+      "index.max_inner_result_window",
+    );
   const sorter = compileSort(body.sort);
   const source = compileSource(body._source);
   const trackScores = body.track_scores === true;
@@ -506,7 +532,7 @@ function keyFieldsOf(key: unknown, format: DateFormat | undefined): Output {
 
 function termFilter(v: unknown, where: string): (key: unknown) => boolean {
   if (typeof v === "string") {
-    const re = new RegExp(`^(?:${v})$`);
+    const re = regexpPattern(v, (why) => badQuery(`[${where}] ${why}`));
     return (k) => re.test(String(k));
   }
   if (Array.isArray(v)) {

@@ -284,6 +284,7 @@ function parsePattern(tokens: Token[], text: string, roundUp: boolean, zone: Zon
       continue;
     }
     const max = t.kind === "year" ? 4 : t.kind === "milli" ? 3 : Math.max(2, t.width);
+    // eslint-disable-next-line no-restricted-syntax -- only a digit count varies: `\d{1,n}` cannot backtrack
     const m = new RegExp(`^\\d{1,${max}}`).exec(text.slice(pos));
     if (!m) return undefined;
     v[t.kind] = Number(t.kind === "milli" ? m[0].padEnd(3, "0") : m[0]);

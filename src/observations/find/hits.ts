@@ -1,5 +1,6 @@
 import { badQuery, isObject, objectAt, stringAt } from "./errors.js";
 import { accessor, toNumber, type Accessor, type Doc } from "./fields.js";
+import { wildcardPattern, type Pattern } from "../../patterns/index.js";
 
 /** One sort key of a request, compiled. `_score` and `_doc` are the ES pseudo-fields. */
 export interface SortKey {
@@ -108,7 +109,7 @@ export function compileSource(spec: unknown): (src: Record<string, unknown>) => 
     includes = list(spec.includes ?? spec.include);
     excludes = list(spec.excludes ?? spec.exclude);
   } else throw badQuery("[_source] must be a boolean, string, array or object");
-  const toRe = (p: string): RegExp => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")}$`);
+  const toRe = (p: string): Pattern => wildcardPattern(p, (why) => badQuery(`[_source] [${p}] ${why}`), false);
   const inc = includes.map(toRe);
   const exc = excludes.map(toRe);
   // A path is kept when it or one of its parents is included, or an include pattern reaches below it.

@@ -19,6 +19,8 @@ import {
   type Doc,
   type GeoPoint,
 } from "./fields.js";
+import { FIND_LIMITS, overLimit } from "./limits.js";
+import { prefixPattern, regexpPattern, wildcardPattern, type Pattern } from "../../patterns/index.js";
 
 /** A compiled query clause: whether a document matches and, if so, its score. */
 export interface Matcher {
@@ -42,6 +44,8 @@ export interface Pushdown {
 export interface QueryContext {
   now: number;
   pushdown: Pushdown;
+  /** How many clauses enclose this one; bounded so that no request can nest its way to a stack overflow. */
+  depth?: number;
 }
 
 export function newPushdown(): Pushdown {
@@ -56,7 +60,11 @@ const MATCH_ALL: Matcher = { test: () => true, score: () => 1 };
  * pushdown may be taken from; `filter` marks filter context (ES 5.6 then
  * requires one `should` of a bool without must/filter... and in filter context, always).
  */
-export function compileQuery(q: unknown, ctx: QueryContext, required: boolean, filter: boolean): Matcher {
+export function compileQuery(q: unknown, outer: QueryContext, required: boolean, filter: boolean): Matcher {
+  const depth = (outer.depth ?? 0) + 1;
+  if (depth > FIND_LIMITS.queryDepth)
+    throw overLimit("query clauses nest too deep", FIND_LIMITS.queryDepth, "indices.query.bool.max_nested_depth");
+  const ctx: QueryContext = { ...outer, depth };
   const [kind, body] = single(q, "query");
   switch (kind) {
     case "match_all": {
@@ -88,24 +96,22 @@ export function compileQuery(q: unknown, ctx: QueryContext, required: boolean, f
       return constant((d) => get(d).length > 0, boostOf(o, kind, ["field"]));
     }
     case "prefix":
-      return compileStringMatch(kind, body, (p) => (s) => s.startsWith(p));
+      return compileStringMatch(kind, body, (p) => prefixPattern(p));
     case "wildcard":
-      return compileStringMatch(kind, body, (p) => {
-        const re = new RegExp(
-          `^${p
-            .replace(/[.+^${}()|[\]\\]/g, "\\$&")
-            .replace(/\*/g, ".*")
-            .replace(/\?/g, ".")}$`,
-          "s",
-        );
-        return (s) => re.test(s);
-      });
+      return compileStringMatch(kind, body, (p, where) => wildcardPattern(p, (why) => badQuery(`[${where}] ${why}`)));
+    case "regexp":
+      return compileStringMatch(kind, body, (p, where) => regexpPattern(p, (why) => badQuery(`[${where}] ${why}`)), [
+        // Lucene's bound on its automaton; RE2 needs none beyond the pattern length.
+        "max_determinized_states",
+      ]);
     case "match":
       return compileMatch(body, ctx, required);
     case "ids": {
       const o = objectAt(body, kind);
       onlyKeys(o, ["values", "type", "boost", "_name"], kind);
       if (!Array.isArray(o.values)) throw badQuery("[ids] requires [values] as an array");
+      if (o.values.length > FIND_LIMITS.terms)
+        throw overLimit("[ids.values] holds too many values", FIND_LIMITS.terms, "index.max_terms_count");
       const ids = new Set(o.values.map(String));
       return constant((d) => ids.has(String(d.id)), boostOf(o, kind, ["values", "type"]));
     }
@@ -140,6 +146,9 @@ function compileBool(o: Json, ctx: QueryContext, required: boolean, filter: bool
     ["must", "filter", "should", "must_not", "minimum_should_match", "boost", "disable_coord", "_name"],
     "bool",
   );
+  const count = ["must", "filter", "should", "must_not"].reduce((n, k) => n + clauses(o[k], `bool.${k}`).length, 0);
+  if (count > FIND_LIMITS.boolClauses)
+    throw overLimit("[bool] holds too many clauses", FIND_LIMITS.boolClauses, "indices.query.bool.max_clause_count");
   const must = clauses(o.must, "bool.must").map((c) => compileQuery(c, ctx, required, filter));
   const filt = clauses(o.filter, "bool.filter").map((c) => compileQuery(c, ctx, required, true));
   const should = clauses(o.should, "bool.should").map((c) => compileQuery(c, ctx, false, filter));
@@ -233,6 +242,8 @@ function compileTerms(body: unknown, ctx: QueryContext, required: boolean): Matc
   if (entries.length !== 1) throw badQuery("[terms] must name exactly one field");
   const [field, values] = entries[0]!;
   if (!Array.isArray(values)) throw badQuery(`[terms.${field}] must be an array (terms lookup is not supported)`);
+  if (values.length > FIND_LIMITS.terms)
+    throw overLimit(`[terms.${field}] holds too many values`, FIND_LIMITS.terms, "index.max_terms_count");
   const eqs = values.map((v) => equalsTest(field, v, ctx));
   const boost = o.boost === undefined ? 1 : numberAt(o.boost, "terms.boost");
   if (noteTerms(ctx, required, field, values)) return constant(ALWAYS, boost);
@@ -257,13 +268,19 @@ function noteTerms(ctx: QueryContext, required: boolean, field: string, values: 
 
 const ALWAYS = (): boolean => true;
 
-function compileStringMatch(kind: string, body: unknown, make: (p: string) => (s: string) => boolean): Matcher {
-  const [field, value, spec] = fieldClause(body, kind, ["value", kind], ["rewrite"]);
-  const test = make(stringAt(value, `${kind}.${field}`));
+function compileStringMatch(
+  kind: string,
+  body: unknown,
+  make: (p: string, where: string) => Pattern,
+  extra: string[] = [],
+): Matcher {
+  const [field, value, spec] = fieldClause(body, kind, ["value", kind], ["rewrite", ...extra]);
+  const where = `${kind}.${field}`;
+  const pattern = make(stringAt(value, where), where);
   const get = accessor(field);
   const boost = spec.boost === undefined ? 1 : numberAt(spec.boost, `${kind}.boost`);
   return constant(
-    (d) => get(d).some((v) => (typeof v === "string" || typeof v === "number") && test(String(v))),
+    (d) => get(d).some((v) => (typeof v === "string" || typeof v === "number") && pattern.test(String(v))),
     boost,
   );
 }

@@ -4,6 +4,7 @@ import { compileAggs, type Agg } from "./aggs.js";
 import { badQuery, intAt, isObject, type Json } from "./errors.js";
 import type { Doc } from "./fields.js";
 import { compileSort, compileSource, hitOf, type Sorter } from "./hits.js";
+import { FIND_LIMITS, QueryBudget, checkJsonDepth, overLimit, type TimeBudget } from "./limits.js";
 import { compileQuery, newPushdown, type Matcher, type Pushdown } from "./query.js";
 
 /** The request keys FIND understands; anything else is refused by name. */
@@ -13,8 +14,6 @@ const REQUEST_KEYS = ["query", "aggs", "aggregations", "size", "from", "sort", "
  * aggregations run, so this bounds the memory of a query.
  */
 export const MAX_CANDIDATES = 1_000_000;
-/** ES's index.max_result_window. */
-const MAX_RESULT_WINDOW = 10_000;
 
 /** A FIND request planned once: what to read, how to test, what to answer. */
 export interface FindPlan {
@@ -26,6 +25,8 @@ export interface FindPlan {
   sorter: Sorter | undefined;
   trackScores: boolean;
   source: (s: Record<string, unknown>) => Record<string, unknown> | undefined;
+  /** Counts buckets and time while the plan runs. */
+  budget: QueryBudget;
 }
 
 /**
@@ -41,16 +42,21 @@ export function planFind(request: unknown, now: number): FindPlan {
     throw badQuery("give [aggs] or [aggregations], not both");
   if (request.query === undefined) throw badQuery("a [range] on [timestamp] with [gte] is required");
   const pushdown = newPushdown();
+  const budget = new QueryBudget();
   const matcher = compileQuery(request.query, { now, pushdown }, true, false);
   if (!pushdown.hasTimestampGte)
     throw badQuery("a [range] on [timestamp] with [gte] is required in a must or filter clause");
-  const aggs = compileAggs(request.aggs ?? request.aggregations, { now });
+  const aggs = compileAggs(request.aggs ?? request.aggregations, { now, budget });
   const size = request.size === undefined ? 10 : intAt(request.size, "size");
   const from = request.from === undefined ? 0 : intAt(request.from, "from");
-  if (from + size > MAX_RESULT_WINDOW) throw badQuery(`[from] + [size] must be <= ${MAX_RESULT_WINDOW}`);
+  if (from + size > FIND_LIMITS.resultWindow)
+    throw overLimit("[from] + [size] is too large", FIND_LIMITS.resultWindow, "index.max_result_window");
   if (request.track_scores !== undefined && typeof request.track_scores !== "boolean")
     throw badQuery("[track_scores] must be a boolean");
+  // Last: the clauses above refuse deep nesting by name; this catches it where nothing is compiled (`meta`).
+  checkJsonDepth(request, FIND_LIMITS.jsonDepth);
   return {
+    budget,
     pushdown,
     matcher,
     aggs,
@@ -67,9 +73,20 @@ export interface FindScope {
   thingTypes: readonly string[];
 }
 
-/** Runs a plan over the store and answers exactly as Elasticsearch 5.6 does. */
-export function runFind(reader: ObservationReader, plan: FindPlan, scope: FindScope, limit = MAX_CANDIDATES): Json {
+/**
+ * Runs a plan over the store and answers exactly as Elasticsearch 5.6 does.
+ * With a time budget, a run that takes longer stops with INVALID_ARGUMENTS.
+ */
+export function runFind(
+  reader: ObservationReader,
+  plan: FindPlan,
+  scope: FindScope,
+  limit = MAX_CANDIDATES,
+  time?: TimeBudget,
+): Json {
   const started = performance.now();
+  const budget = plan.budget;
+  budget.start(time, started);
   const p = plan.pushdown;
   const types = p.thingTypes ? scope.thingTypes.filter((t) => p.thingTypes!.has(t)) : scope.thingTypes;
   const matches: Doc[] = [];
@@ -87,8 +104,10 @@ export function runFind(reader: ObservationReader, plan: FindPlan, scope: FindSc
     if (rows.length > limit) {
       throw badQuery(`it would read more than ${limit} observations: narrow the timestamp range or the thing types`);
     }
+    budget.tick();
     const m = plan.matcher;
     for (const [id, thingType, json] of rows) {
+      budget.tick();
       const doc: Doc = { id, thingType, source: JSON.parse(json) as Record<string, unknown>, score: 0 };
       if (!m.test(doc)) continue;
       doc.score = m.score(doc);

@@ -1,0 +1,121 @@
+import { fileURLToPath } from "node:url";
+import { Piscina } from "piscina";
+import { ApiError } from "../../errors/index.js";
+import type { ObservationReader } from "../reader.js";
+import { badQuery } from "./errors.js";
+import { timeBudgetExceeded } from "./limits.js";
+import { planFind, runFind } from "./search.js";
+import type { FindOutcome, FindTask, FindWorkerData } from "./worker.js";
+
+/** Runs FIND requests so that none can hold the event loop, each within a time budget. */
+export interface FindRunner {
+  /**
+   * Plans the request here (its errors answer at once), then evaluates it:
+   * the answer is JSON text, serialized where it was computed.
+   */
+  find(request: unknown, now: number, thingTypes: readonly string[]): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface FindRunnerOptions {
+  /** The database file; `:memory:` cannot be shared with a thread, and is evaluated in-process. */
+  file: string;
+  reader: ObservationReader;
+  /** Worker threads; 0 evaluates in-process (tests of an in-memory database). */
+  threads: number;
+  /** Milliseconds a request may take from its arrival, waiting for a thread included. */
+  budgetMs: number;
+}
+
+/** Past the budget, a thread stuck where it cannot check the clock (one long SQLite read, a sort) is ended. */
+const HARD_STOP_GRACE_MS = 1000;
+/** Requests waiting for a thread; each also leaves at its deadline, so this is a memory bound only. */
+const MAX_QUEUE = 1000;
+/** Nice increment of FIND threads: the engine and the HTTP loop come first when the CPU is short. */
+const NICE_INCREMENT = 10;
+/**
+ * Heap of one FIND thread: the candidates of a query are held parsed, up to
+ * MAX_CANDIDATES of them. A query past it ends its thread, not the process.
+ */
+const THREAD_HEAP_MB = 3072;
+
+export function createFindRunner(options: FindRunnerOptions): FindRunner {
+  if (options.threads === 0 || options.file === ":memory:" || options.file === "") return inProcess(options);
+  return threaded(options);
+}
+
+/**
+ * For an in-memory database: the same plan and budget, on this thread. The
+ * budget still bounds each request, but it holds the loop while it runs.
+ */
+function inProcess({ reader, budgetMs }: FindRunnerOptions): FindRunner {
+  return {
+    find: async (request, now, thingTypes) => {
+      const plan = planFind(request, now);
+      return JSON.stringify(runFind(reader, plan, { thingTypes }, undefined, { budgetMs, remainingMs: budgetMs }));
+    },
+    close: async () => {},
+  };
+}
+
+function threaded({ file, threads, budgetMs }: FindRunnerOptions): FindRunner {
+  const workerData: FindWorkerData = { file, niceIncrement: NICE_INCREMENT };
+  const pool = new Piscina<FindTask, FindOutcome>({
+    filename: fileURLToPath(new URL("./worker.mjs", import.meta.url)),
+    minThreads: 0,
+    maxThreads: threads,
+    idleTimeout: 60_000,
+    maxQueue: MAX_QUEUE,
+    workerData,
+    resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
+  });
+  // A thread's first start loads and compiles the FIND modules (a second or more on a busy machine):
+  // requests wait for it before their clock starts, and the pool starts only when FIND is first used.
+  let warm: Promise<unknown> | undefined;
+  const warmUp = (): Promise<unknown> =>
+    (warm ??= pool.run("warm-up").catch((err: unknown) => {
+      warm = undefined;
+      throw err;
+    }));
+  return {
+    async find(request, now, thingTypes) {
+      // Refused requests never reach a thread; the thread plans again from the same JSON.
+      planFind(request, now);
+      await warmUp();
+      const deadline = Date.now() + budgetMs;
+      const abort = new AbortController();
+      const timer = setTimeout(() => abort.abort(), budgetMs + HARD_STOP_GRACE_MS);
+      try {
+        const outcome = await pool.run(
+          { request, now, thingTypes: [...thingTypes], deadline, budgetMs },
+          { signal: abort.signal },
+        );
+        if ("error" in outcome) {
+          const e = outcome.error;
+          throw new ApiError(e.messageKey, e.message, e.property, outcome.status);
+        }
+        return outcome.json;
+      } catch (err) {
+        // An ended thread is replaced by a new one, whose start must not count against the next request.
+        if (abort.signal.aborted) warm = undefined;
+        throw asApiError(err, budgetMs);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    close: () => pool.destroy(),
+  };
+}
+
+function asApiError(err: unknown, budgetMs: number): unknown {
+  if (err instanceof ApiError) return err;
+  if (!(err instanceof Error)) return err;
+  if (err.name === "AbortError") return timeBudgetExceeded(budgetMs);
+  if (err.message === "Task queue is at limit")
+    return badQuery(`${MAX_QUEUE} queries are waiting already; retry when they are answered`);
+  if ((err as { code?: string }).code === "ERR_WORKER_OUT_OF_MEMORY")
+    return badQuery(
+      `it needed more than the ${THREAD_HEAP_MB} MB a query may use: narrow the timestamp range or the thing types`,
+    );
+  return err;
+}

@@ -1,0 +1,68 @@
+import { readlinkSync } from "node:fs";
+import { getPriority, setPriority } from "node:os";
+import { workerData } from "node:worker_threads";
+import Database from "better-sqlite3";
+import { ApiError, type ErrorBody } from "../../errors/index.js";
+import { ObservationReader } from "../reader.js";
+import { timeBudgetExceeded } from "./limits.js";
+import { planFind, runFind } from "./search.js";
+
+/** What the main thread sends: the request as received, and how long it may still run; or a warm-up. */
+export type FindTask = FindRequestTask | "warm-up";
+
+export interface FindRequestTask {
+  request: unknown;
+  now: number;
+  thingTypes: string[];
+  /** Wall-clock (Date.now) time by which the answer is due: the budget counts the wait in the queue too. */
+  deadline: number;
+  budgetMs: number;
+}
+
+/** The answer serialized here, off the main thread, or the error it is. */
+export type FindOutcome = { json: string } | { error: ErrorBody; status: number };
+
+export interface FindWorkerData {
+  file: string;
+  /** Added to the thread's nice value, so that the engine's thread wins the CPU when both want it. */
+  niceIncrement: number;
+}
+
+const { file, niceIncrement } = workerData as FindWorkerData;
+lowerPriority(niceIncrement);
+// Its own connection, read-only: the database is in WAL mode, so reads here never block the writer.
+const db = new Database(file, { readonly: true, fileMustExist: true });
+db.pragma("busy_timeout = 5000");
+const reader = new ObservationReader(db);
+
+export function runFindTask(task: FindTask): FindOutcome {
+  if (task === "warm-up") return { json: "" };
+  try {
+    const remaining = task.deadline - Date.now();
+    if (remaining <= 0) throw timeBudgetExceeded(task.budgetMs);
+    const plan = planFind(task.request, task.now);
+    const answer = runFind(reader, plan, { thingTypes: task.thingTypes }, undefined, {
+      budgetMs: task.budgetMs,
+      remainingMs: remaining,
+    });
+    return { json: JSON.stringify(answer) };
+  } catch (err) {
+    if (err instanceof ApiError) return { error: err.body(), status: err.status };
+    throw err;
+  }
+}
+
+/**
+ * Linux gives each thread its own nice value: `/proc/thread-self` names this
+ * thread's id. Elsewhere (or without the permission) the thread keeps the
+ * process's priority, which only matters under CPU contention.
+ */
+function lowerPriority(increment: number): void {
+  if (increment <= 0) return;
+  try {
+    const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
+    if (Number.isInteger(tid)) setPriority(tid, Math.min(19, getPriority(tid) + increment));
+  } catch {
+    // Not Linux: same priority as the process.
+  }
+}
