@@ -1,16 +1,19 @@
 /**
  * FIND benchmark: a dashboard query over N observations (default 5,000,000),
  * timed against the same answer from one hand-written SQL query in the same
- * run, plus the export throughput. Rerun: npx tsx bench/find/index.ts
- * (BENCH_FIND_ROWS=1000000 to scale down).
+ * run, plus the export throughput, plus the hostile phase (bench/find/hostile.ts):
+ * the engine's rate and /healthz latency with and without 4 clients sending
+ * the worst FIND requests. Rerun: npx tsx bench/find/index.ts
+ * (BENCH_FIND_ROWS=1000000 to scale down, BENCH_FIND_HOSTILE_SECONDS per phase).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/index.js";
 import { planFind, runFind } from "../../src/observations/index.js";
 import { startDms } from "../../src/service.js";
 import { writeSection } from "../results.js";
+import { hostilePhases, percentile, worstQueries, type PhaseFigures } from "./hostile.js";
 
 const ROWS = Number(process.env.BENCH_FIND_ROWS ?? 5_000_000);
 const DAYS = 30;
@@ -21,6 +24,12 @@ const RUNS = 15;
 const DAY = 86_400_000;
 const START = Date.parse("2026-01-01T00:00:00Z");
 const COMMAND = "npx tsx bench/find/index.ts";
+const HOSTILE_SECONDS = Number(process.env.BENCH_FIND_HOSTILE_SECONDS ?? 20);
+const HOSTILE_ROUNDS = 2;
+const HOSTILE_CLIENTS = 4;
+const API_KEY = "bench-key-000001";
+/** Provisioned things the engine stream observes during the hostile phase. */
+const STREAM_THINGS = Array.from({ length: 20 }, (_, i) => `stream-${i}`);
 
 interface Bucket {
   key: number;
@@ -34,12 +43,13 @@ interface TermBucket {
 }
 
 async function main(): Promise<void> {
+  const loadAtStart = loadavg()[0]!.toFixed(1);
   const dataDir = mkdtempSync(join(tmpdir(), "dms-bench-find-"));
   const provisionFile = join(dataDir, "provision.json");
   writeFileSync(
     provisionFile,
     JSON.stringify({
-      apiKeys: ["bench-key-000001"],
+      apiKeys: [API_KEY],
       domains: [{ id: "root" }],
       users: [
         {
@@ -56,12 +66,15 @@ async function main(): Promise<void> {
         domain: "root",
         resources: [{ name: "temp", dataType: "double", resourceType: "thing" }],
       })),
+      things: STREAM_THINGS.map((thingName) => ({ thingName, thingType: "1", domain: "root" })),
     }),
   );
   const config = loadConfig({
     DMS_DATA_DIR: dataDir,
     DMS_PROVISION: provisionFile,
-    DMS_ROLES: "engine",
+    DMS_ROLES: "api,engine",
+    DMS_HTTP_PORT: "0",
+    DMS_HTTP_HOST: "127.0.0.1",
     DMS_LOG_LEVEL: "silent",
     DMS_JWT_SECRET: "bench-secret-bench-secret-bench",
   });
@@ -223,11 +236,37 @@ async function main(): Promise<void> {
   const rowsPerSecond = Math.round(exportRows / (detail.engineExecutionTimeInMillis / 1000));
   const fileBytes = exports.files.size(execution.id) ?? 0;
 
+  // ---- hostile phase: worst FIND requests against the engine's rate and /healthz
+  const login = await fetch(`${dms.url}/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-api-key": API_KEY },
+    body: JSON.stringify({ userName: "bench", password: "bench-pw" }),
+  });
+  const token = ((await login.json()) as { credentials: { token: string } }).credentials.token;
+  const names = Array.from({ length: 40_000 }, (_, i) =>
+    i < 500 ? `thing-${THING_TYPES[i % 5]}-${Math.floor(i / 5)}` : `nobody-${i}`,
+  );
+  const hostileFrom = new Date(START + 10 * DAY).toISOString();
+  const hostileTo = new Date(START + 15 * DAY).toISOString();
+  const { quiet, hostile } = await hostilePhases({
+    engine: dms.services.engine!,
+    url: dms.url!,
+    token,
+    apiKey: API_KEY,
+    streamThings: STREAM_THINGS,
+    queries: worstQueries(hostileFrom, hostileTo, names),
+    seconds: HOSTILE_SECONDS,
+    rounds: HOSTILE_ROUNDS,
+    clients: HOSTILE_CLIENTS,
+  });
+  const findThreads = config.DMS_FIND_THREADS;
+  const findBudget = config.DMS_FIND_TIMEOUT_MS;
+
   await dms.close();
   rmSync(dataDir, { recursive: true, force: true });
 
   const header = [
-    `machine: ${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores, Node ${process.version}, ${new Date().toISOString()}`,
+    `machine: ${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores, Node ${process.version}, ${new Date().toISOString()}; load average at the start ${loadAtStart}, at the end ${loadavg()[0]!.toFixed(1)} (shared with other work)`,
     `rerun: \`${COMMAND}\`${ROWS === 5_000_000 ? "" : ` (BENCH_FIND_ROWS=${ROWS})`}`,
     `data: ${ROWS.toLocaleString("en")} observations over ${DAYS} days, ${THING_TYPES.length} thing types x ${THINGS_PER_TYPE} things; loaded in ${loadSeconds.toFixed(1)} s (prepared insert, one transaction per 50k rows, indexes rebuilt after)`,
     `dashboard query: one day, term thingType, date_histogram 1h with avg+max of state.temp, terms thingName size 10: ${es.hits.total.toLocaleString("en")} matching observations; answers checked equal before timing; median of ${RUNS}`,
@@ -240,7 +279,30 @@ async function main(): Promise<void> {
     `| ratio FIND / SQL (target <= 1.5) | ${(findMs / sqlMs).toFixed(2)} |`,
     `| export: ${exportRows.toLocaleString("en")} rows to CSV.gz (${(fileBytes / 1e6).toFixed(1)} MB) | ${rowsPerSecond.toLocaleString("en")} rows/s (${detail.engineExecutionTimeInMillis} ms) |`,
   ];
-  const section = [...header.map((l) => `${l}  `), "", ...table].join("\n");
+  const answered = (f: PhaseFigures): string =>
+    Object.entries(f.statuses)
+      .map(([status, n]) => `${n} x ${status}`)
+      .join(", ") || "none";
+  const refusals = Object.entries(hostile.refusals)
+    .sort((a, b) => b[1] - a[1])
+    .map(([why, n]) => `${n} x "${why}..."`)
+    .join("; ");
+  const hostileTable = [
+    "",
+    `hostile phase: ${HOSTILE_ROUNDS} rounds of (${HOSTILE_SECONDS} s quiet, ${HOSTILE_SECONDS} s hostile), alternated; engine stream: batches of 200 observations of ${STREAM_THINGS.length} things submitted back to back on the service's thread; /healthz polled sequentially from a separate process (5 ms pause); ${HOSTILE_CLIENTS} hostile clients (same separate process) each sending the ${worstQueries("", "", []).length} worst requests of bench/find/hostile.ts in turn over 5 days (${Math.round(ROWS / 6).toLocaleString("en")} observations); FIND on ${findThreads} thread(s), budget ${findBudget} ms`,
+    "",
+    "| figure | quiet | 4 hostile clients | ratio / target |",
+    "|---|---|---|---|",
+    `| engine observations/s | ${Math.round(quiet.engineRate).toLocaleString("en")} | ${Math.round(hostile.engineRate).toLocaleString("en")} | ${(hostile.engineRate / quiet.engineRate).toFixed(2)} (>= 0.8) |`,
+    `| GET /healthz p50 | ${percentile(quiet.healthzMs, 0.5).toFixed(1)} ms | ${percentile(hostile.healthzMs, 0.5).toFixed(1)} ms | |`,
+    `| GET /healthz p99 | ${percentile(quiet.healthzMs, 0.99).toFixed(1)} ms | ${percentile(hostile.healthzMs, 0.99).toFixed(1)} ms | <= 50 ms |`,
+    `| GET /healthz max | ${Math.max(...quiet.healthzMs).toFixed(1)} ms | ${Math.max(...hostile.healthzMs).toFixed(1)} ms | |`,
+    `| /healthz samples | ${quiet.healthzMs.length} | ${hostile.healthzMs.length} | |`,
+    `| hostile FIND answers | ${answered(quiet)} | ${answered(hostile)} | no 5xx |`,
+    "",
+    `hostile refusals: ${refusals || "none"}`,
+  ];
+  const section = [...header.map((l) => `${l}  `), "", ...table, ...hostileTable].join("\n");
   console.log(`## bench/find\n\n${section}\n`);
   writeSection("find", `## bench/find\n\n${section}\n`);
 }

@@ -3,15 +3,16 @@ import { Piscina } from "piscina";
 import { ApiError } from "../../errors/index.js";
 import type { ObservationReader } from "../reader.js";
 import { badQuery } from "./errors.js";
-import { timeBudgetExceeded } from "./limits.js";
+import { FIND_LIMITS, checkJsonDepth, timeBudgetExceeded } from "./limits.js";
 import { planFind, runFind } from "./search.js";
 import type { FindOutcome, FindTask, FindWorkerData } from "./worker.js";
 
 /** Runs FIND requests so that none can hold the event loop, each within a time budget. */
 export interface FindRunner {
   /**
-   * Plans the request here (its errors answer at once), then evaluates it:
-   * the answer is JSON text, serialized where it was computed.
+   * Plans and evaluates the request where it cannot hold the event loop: the
+   * answer is JSON text, serialized where it was computed; a refusal rejects
+   * with its ApiError.
    */
   find(request: unknown, now: number, thingTypes: readonly string[]): Promise<string>;
   close(): Promise<void>;
@@ -79,8 +80,10 @@ function threaded({ file, threads, budgetMs }: FindRunnerOptions): FindRunner {
     }));
   return {
     async find(request, now, thingTypes) {
-      // Refused requests never reach a thread; the thread plans again from the same JSON.
-      planFind(request, now);
+      // Planning is work too (compiling 1,000 patterns takes seconds): the thread does it. Here only
+      // the nesting is checked, without recursion, so that no request can overflow the stack of
+      // the structured clone that carries it to the thread.
+      checkJsonDepth(request, FIND_LIMITS.jsonDepth);
       await warmUp();
       const deadline = Date.now() + budgetMs;
       const abort = new AbortController();

@@ -7,7 +7,7 @@ import { ObservationReader } from "../reader.js";
 import { timeBudgetExceeded } from "./limits.js";
 import { planFind, runFind } from "./search.js";
 
-/** What the main thread sends: the request as received, and how long it may still run; or a warm-up. */
+/** What the main thread sends: the request as received (not yet planned), and how long it may still run; or a warm-up. */
 export type FindTask = FindRequestTask | "warm-up";
 
 export interface FindRequestTask {
