@@ -25,7 +25,7 @@ const DAY = 86_400_000;
 const START = Date.parse("2026-01-01T00:00:00Z");
 const COMMAND = "npx tsx bench/find/index.ts";
 const HOSTILE_SECONDS = Number(process.env.BENCH_FIND_HOSTILE_SECONDS ?? 20);
-const HOSTILE_ROUNDS = 2;
+const HOSTILE_ROUNDS = 3;
 const HOSTILE_CLIENTS = 4;
 const API_KEY = "bench-key-000001";
 /** Provisioned things the engine stream observes during the hostile phase. */
@@ -289,7 +289,7 @@ async function main(): Promise<void> {
     .join("; ");
   const hostileTable = [
     "",
-    `hostile phase: ${HOSTILE_ROUNDS} rounds of (${HOSTILE_SECONDS} s quiet, ${HOSTILE_SECONDS} s hostile), alternated; engine stream: batches of 200 observations of ${STREAM_THINGS.length} things submitted back to back on the service's thread; /healthz polled sequentially from a separate process (5 ms pause); ${HOSTILE_CLIENTS} hostile clients (same separate process) each sending the ${worstQueries("", "", []).length} worst requests of bench/find/hostile.ts in turn over 5 days (${Math.round(ROWS / 6).toLocaleString("en")} observations); FIND on ${findThreads} thread(s), budget ${findBudget} ms`,
+    `hostile phase: ${HOSTILE_ROUNDS} rounds of (${HOSTILE_SECONDS} s quiet, ${HOSTILE_SECONDS} s hostile), alternated; engine stream: batches of 200 observations of ${STREAM_THINGS.length} things submitted back to back on the service's thread; /healthz polled sequentially from a separate process (5 ms pause); ${HOSTILE_CLIENTS} hostile clients in a third process at nice 19 (they stand for remote callers) each sending the ${worstQueries("", "", []).length} worst requests of bench/find/hostile.ts in turn over 5 days (${Math.round(ROWS / 6).toLocaleString("en")} observations); FIND on ${findThreads} thread(s), budget ${findBudget} ms`,
     "",
     "| figure | quiet | 4 hostile clients | ratio / target |",
     "|---|---|---|---|",

@@ -1,14 +1,16 @@
 /**
- * The clients of bench/find's hostile phase, in a process of their own so that
- * their work does not share the measured service's event loop: one sequential
- * `GET /healthz` poller (its latencies are the figure) and, when asked, N
- * clients that each send the worst FIND requests in turn, one after another.
+ * The clients of bench/find's hostile phase, in processes of their own so that
+ * their work does not share the measured service's event loop: a sequential
+ * `GET /healthz` poller (its latencies are the figure) or N clients that each
+ * send the worst FIND requests in turn, one after another.
  * Told what to do by the parent (`process.send`), answers the same way.
  */
 interface Job {
   url: string;
   token: string;
   apiKey: string;
+  /** Whether this process polls /healthz. */
+  poll: boolean;
   hostileClients: number;
   seconds: number;
   queries: unknown[];
@@ -31,7 +33,7 @@ async function run(job: Job): Promise<LoadResult> {
   const statuses: Record<string, number> = {};
   const refusals: Record<string, number> = {};
   const poller = (async () => {
-    while (performance.now() < until) {
+    while (job.poll && performance.now() < until) {
       const start = performance.now();
       const res = await fetch(`${job.url}/healthz`);
       await res.arrayBuffer();
