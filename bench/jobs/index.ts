@@ -7,7 +7,7 @@
  *   npx tsx bench/jobs/index.ts [--things 2000] [--only embedded|mosquitto]
  */
 import { fork, type ChildProcess } from "node:child_process";
-import { randomBytes, scryptSync } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { cpus, tmpdir } from "node:os";
@@ -15,13 +15,15 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../src/config/index.js";
 import { startDms, type Dms } from "../../src/service.js";
+import { generateDeviceSecret } from "../../src/things/index.js";
 import { writeSection } from "../results.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const THINGS = Number(argument("--things") ?? 2000);
 const GROUPS = 10;
 const API_KEY = "bench-api-key-0001";
-const PASSWORD = "bench-device-pw";
+/** One generated secret for every device: the keyed hash binds it to each thing's name. */
+const PASSWORD = generateDeviceSecret();
 const MOSQUITTO = "mqtt://127.0.0.1:1883";
 
 interface Result {
@@ -52,18 +54,6 @@ function listening(port: number): Promise<boolean> {
     });
     s.on("error", () => resolve(false));
   });
-}
-
-/**
- * Setup shortcut, not measured: the things share one secret hashed with scrypt
- * N=2^10 instead of the service's 2^15, so that connecting thousands of devices
- * does not take minutes of key derivation (verifyThingSecret reads the
- * parameters from the stored hash).
- */
-function cheapSecretHash(secret: string): string {
-  const salt = randomBytes(16);
-  const key = scryptSync(secret, salt, 32, { N: 1024, r: 8, p: 1 });
-  return ["scrypt", 1024, 8, 1, salt.toString("base64"), key.toString("base64")].join("$");
 }
 
 async function startService(dataDir: string, mqttUrl: string | undefined): Promise<Dms> {
@@ -100,11 +90,10 @@ async function startService(dataDir: string, mqttUrl: string | undefined): Promi
 }
 
 async function provisionThings(dms: Dms, names: string[]): Promise<void> {
-  const { registry, db } = dms.services;
-  for (const thingName of names) await registry.putThing({ thingName, thingType: "10", domain: "acme" }, "create");
-  const hash = cheapSecretHash(PASSWORD);
-  const set = db.prepare("UPDATE things SET secret_hash = ? WHERE thing_name = ?");
-  db.transaction(() => names.forEach((n) => set.run(hash, n)))();
+  const { registry } = dms.services;
+  const things = names.map((thingName) => ({ thingName, thingType: "10", domain: "acme", secret: PASSWORD }));
+  const failed = (await registry.putThings(things, { mode: "create" })).filter((o) => o.status === "failed");
+  if (failed.length > 0) throw new Error(`${failed.length} things not created`);
   const per = Math.ceil(names.length / GROUPS);
   for (let g = 0; g < GROUPS; g++) {
     registry.putGroup({ id: `bg${g}`, name: `bench-${g}`, domain: "acme" }, "create");
@@ -241,7 +230,7 @@ async function main(): Promise<void> {
     `Machine: ${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores, Node ${process.version}, ${new Date().toISOString()}.`,
     `Rerun: \`npx tsx bench/jobs/index.ts --things ${THINGS}\`.`,
     "",
-    `One SNAPSHOT job targeting ${GROUPS} thing groups; each thing is a real mqtt.js client in a child process that starts the job on \`notify-next\` with \`start-next\` and reports \`SUCCEEDED\` with \`expectedVersion\`. Time runs from the CREATE request to the job's COMPLETED status (every execution SUCCEEDED); notifications are the \`notify\` and \`notify-next\` messages the devices received (six per device: queued, started, done). Setup (things, groups, connections) is not timed; device secrets use a cheaper scrypt cost than the service's default so that connecting them takes seconds.`,
+    `One SNAPSHOT job targeting ${GROUPS} thing groups; each thing is a real mqtt.js client in a child process that starts the job on \`notify-next\` with \`start-next\` and reports \`SUCCEEDED\` with \`expectedVersion\`. Time runs from the CREATE request to the job's COMPLETED status (every execution SUCCEEDED); notifications are the \`notify\` and \`notify-next\` messages the devices received (six per device: queued, started, done). Setup (things, groups, connections) is not timed; the devices use generated secrets (keyed hash, microseconds per connect).`,
   ].join("\n");
   console.log(header);
   const only = argument("--only");

@@ -44,6 +44,7 @@ const IDENTIFIER_REJECTED = 2;
 const SERVER_UNAVAILABLE = 3;
 /** Pending TCP connections the kernel may queue: a reconnect storm must not be dropped at the door. */
 const ACCEPT_BACKLOG = 4096;
+const CONNECT_TIMEOUT_MS = 120_000;
 
 /**
  * The device MQTT bridge: routes `things/{thingName}/jobs/...` requests to the
@@ -188,6 +189,9 @@ export class DeviceBridge {
 
   private async listenEmbedded(): Promise<void> {
     const broker = await Aedes.createBroker({
+      // aedes drops a socket whose CONNECT it has not read within this time; in a reconnect storm of
+      // thousands the wait is in our own accept queue, and a dropped device only comes back again.
+      connectTimeout: CONNECT_TIMEOUT_MS,
       authenticate: (client, username, password, done) => {
         this.authenticate(client, username, password).then(
           (code) => (code === 0 ? done(null, true) : done(authError(code), false)),
@@ -219,7 +223,8 @@ export class DeviceBridge {
       const payload = Buffer.from(packet.payload);
       setImmediate(() => this.route(topic, payload));
     });
-    const server = createServer(broker.handle);
+    // No Nagle: a CONNACK or a reply is one small write that should leave now, not after the peer's ACK.
+    const server = createServer({ noDelay: true }, broker.handle);
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen({ port: this.options.port, host: this.options.host, backlog: ACCEPT_BACKLOG }, () => resolve());

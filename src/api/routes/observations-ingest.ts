@@ -88,6 +88,9 @@ export const observationsIngestRoutes: RouteModule = (app, services) => {
   const engine = (): EngineService => {
     if (!services.engine)
       throw new ApiError("INTERNAL_ERROR", "the engine does not run in this process (DMS_ROLES)", undefined, 503);
+    // Before its rules are loaded (provisioning still running) the engine would evaluate against none.
+    if (!services.readiness.met("components"))
+      throw new ApiError("INTERNAL_ERROR", "the service is starting (see /readyz); try again", undefined, 503);
     return services.engine;
   };
 

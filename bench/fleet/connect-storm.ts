@@ -1,0 +1,134 @@
+/**
+ * bench/fleet, connect storm: N devices connect at once, spread over several
+ * client processes, to the machine's Mosquitto (127.0.0.1:1883, anonymous)
+ * and to dms's embedded broker (each device authenticated with its generated
+ * secret), alternating within one run. The time is from the first client
+ * process starting to connect to the last CONNACK, over all processes.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import mqtt from "mqtt";
+import { generateDeviceSecret } from "../../src/things/index.js";
+import { child, median, progress, request, serviceEnv, stop, writeProvision } from "./support.js";
+
+const MOSQUITTO = "mqtt://127.0.0.1:1883";
+
+interface Storm {
+  broker: string;
+  ms: number;
+  connected: number;
+  failed: number;
+  retries: number;
+}
+
+interface Connected {
+  startedAt: number;
+  doneAt: number;
+  connected: number;
+  failed: number;
+  retries: number;
+}
+
+type Device = { clientId: string; password?: string };
+
+async function storm(
+  broker: string,
+  url: string,
+  devices: Device[],
+  clients: ReturnType<typeof child>[],
+): Promise<Storm> {
+  const share = Math.ceil(devices.length / clients.length);
+  await Promise.all(
+    clients.map((c, i) =>
+      request(c, { cmd: "prepare", url, devices: devices.slice(i * share, (i + 1) * share) }, "prepared"),
+    ),
+  );
+  const results = await Promise.all(clients.map((c) => request<Connected>(c, { cmd: "go" }, "connected")));
+  const ms = Math.max(...results.map((r) => r.doneAt)) - Math.min(...results.map((r) => r.startedAt));
+  const total = (k: "connected" | "failed" | "retries") => results.reduce((a, r) => a + r[k], 0);
+  await Promise.all(clients.map((c) => request(c, { cmd: "close" }, "closed")));
+  const result = { broker, ms, connected: total("connected"), failed: total("failed"), retries: total("retries") };
+  progress(`${broker}: ${result.connected} connected in ${(ms / 1000).toFixed(2)} s (${result.retries} retries)`);
+  // Let both brokers settle (sockets closed, sessions gone) before the next storm.
+  await new Promise((r) => setTimeout(r, 3000));
+  return result;
+}
+
+async function refused(url: string, clientId: string, password: string): Promise<string> {
+  return mqtt
+    .connectAsync(url, { clientId, username: clientId, password, reconnectPeriod: 0, connectTimeout: 10_000 })
+    .then(
+      async (c) => {
+        await c.endAsync(true);
+        return "connected (WRONG)";
+      },
+      (e: Error) => e.message,
+    );
+}
+
+export async function connectStormSection(count: number, processes: number, rounds: number): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "dms-bench-storm-"));
+  const tag = randomBytes(3).toString("hex");
+  const things = Array.from({ length: count }, (_, i) => ({
+    thingName: `storm-${tag}-${i}`,
+    thingType: "sensor",
+    domain: "fleet",
+    secret: generateDeviceSecret(),
+  }));
+  writeProvision(join(dir, "provision.json"), things);
+  const service = child("service.ts", serviceEnv(join(dir, "data"), join(dir, "provision.json"), "api,mqtt"));
+  const clients = Array.from({ length: processes }, () => child("devices.ts"));
+  try {
+    const { mqttPort } = await request<{ mqttPort: number }>(service, undefined, "started");
+    const dmsUrl = `mqtt://127.0.0.1:${mqttPort}`;
+    progress(`dms ready, embedded broker on ${mqttPort}; ${count} devices over ${processes} client processes`);
+    const authenticated: Device[] = things.map((t) => ({ clientId: t.thingName, password: t.secret }));
+    const anonymous: Device[] = things.map((t) => ({ clientId: `m-${t.thingName}` }));
+    const rows: Storm[] = [];
+    for (let round = 1; round <= rounds; round++) {
+      // Alternating which goes first, so that neither always meets a warmer or busier machine.
+      const order = round % 2 ? ["mosquitto", "dms"] : ["dms", "mosquitto"];
+      for (const which of order) {
+        rows.push(
+          which === "dms"
+            ? await storm(`dms embedded (aedes), authenticated, round ${round}`, dmsUrl, authenticated, clients)
+            : await storm(`Mosquitto 127.0.0.1:1883, anonymous, round ${round}`, MOSQUITTO, anonymous, clients),
+        );
+      }
+    }
+    const wrong = await refused(dmsUrl, things[0]!.thingName, generateDeviceSecret());
+    return report(rows, count, processes, wrong);
+  } finally {
+    await Promise.all(clients.map((c) => (c.exitCode === null ? (c.kill(), undefined) : undefined)));
+    await stop(service);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function report(rows: Storm[], count: number, processes: number, wrong: string): string {
+  const ratios: number[] = [];
+  const byRound = new Map<string, Storm[]>();
+  for (const r of rows) {
+    const round = r.broker.slice(r.broker.lastIndexOf("round"));
+    byRound.set(round, [...(byRound.get(round) ?? []), r]);
+  }
+  for (const pair of byRound.values()) {
+    const dms = pair.find((r) => r.broker.startsWith("dms"));
+    const mosquitto = pair.find((r) => r.broker.startsWith("Mosquitto"));
+    if (dms && mosquitto) ratios.push(dms.ms / mosquitto.ms);
+  }
+  return [
+    `${count} devices, ${processes} client processes (mqtt.js, every connection opened at once), one dms process (roles api,mqtt); all of them and Mosquitto share the machine's cores with each other and with whatever else runs (see the load average). A wrong secret for one device after the storms: "${wrong}".`,
+    "",
+    "| broker | connected | failed | retries | all connected after (s) | connections/s |",
+    "|---|---:|---:|---:|---:|---:|",
+    ...rows.map(
+      (r) =>
+        `| ${r.broker} | ${r.connected} | ${r.failed} | ${r.retries} | ${(r.ms / 1000).toFixed(2)} | ${Math.round(r.connected / (r.ms / 1000)).toLocaleString("en")} |`,
+    ),
+    "",
+    `Ratio dms (authenticated) / Mosquitto (anonymous), per round: ${ratios.map((x) => x.toFixed(2)).join(", ")}; median **${median(ratios).toFixed(2)}** (target ≤ 3).`,
+  ].join("\n");
+}

@@ -1,0 +1,72 @@
+/**
+ * bench/fleet: what a fleet of devices costs around the engine. Each section
+ * is a file of its own and writes its own part of bench/RESULTS.md
+ * (`fleet-<section>`), so that sections run alone or together:
+ *
+ *   npx tsx bench/fleet/index.ts [--only provisioning,connect-storm] [--things 100000]
+ *     [--devices 10000] [--client-processes 4] [--rounds 2]
+ *
+ * To add a section: a file exporting an async function that answers its
+ * Markdown, and one entry in SECTIONS.
+ */
+import { writeSection } from "../results.js";
+import { connectStormSection } from "./connect-storm.js";
+import { provisioningSection } from "./provisioning.js";
+import { argument, machine } from "./support.js";
+
+const THINGS = Number(argument("--things") ?? 100_000);
+const DEVICES = Number(argument("--devices") ?? 10_000);
+const CLIENT_PROCESSES = Number(argument("--client-processes") ?? 4);
+const ROUNDS = Number(argument("--rounds") ?? 2);
+
+interface Section {
+  name: string;
+  title: string;
+  /** The flags that rerun it as measured. */
+  flags: string;
+  run(): Promise<string>;
+}
+
+const SECTIONS: Section[] = [
+  {
+    name: "provisioning",
+    title: `provisioning ${THINGS.toLocaleString("en")} things with and without secrets, and a restart`,
+    flags: `--only provisioning --things ${THINGS} --rounds ${ROUNDS}`,
+    run: () => provisioningSection(THINGS, ROUNDS),
+  },
+  {
+    name: "connect-storm",
+    title: `a connect storm of ${DEVICES.toLocaleString("en")} devices, dms against Mosquitto`,
+    flags: `--only connect-storm --devices ${DEVICES} --client-processes ${CLIENT_PROCESSES} --rounds ${ROUNDS}`,
+    run: () => connectStormSection(DEVICES, CLIENT_PROCESSES, ROUNDS),
+  },
+];
+
+async function main(): Promise<void> {
+  const only = argument("--only")?.split(",");
+  for (const section of SECTIONS.filter((s) => !only || only.includes(s.name))) {
+    console.log(`\n=== bench/fleet: ${section.name} ===`);
+    const before = machine();
+    const started = new Date().toISOString();
+    const body = await section.run();
+    const text = [
+      `## bench/fleet: ${section.title}`,
+      "",
+      `- machine at start: ${before}`,
+      `- machine at end: ${machine()}`,
+      `- ${started}; rerun: \`npx tsx bench/fleet/index.ts ${section.flags}\``,
+      "",
+      body,
+    ].join("\n");
+    console.log(text);
+    writeSection(`fleet-${section.name}`, text);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

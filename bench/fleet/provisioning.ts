@@ -1,0 +1,94 @@
+/**
+ * bench/fleet, provisioning: a file of N things applied at start, without
+ * secrets and with generated secrets, each on a fresh data dir; then a
+ * restart with the unchanged file. Times are the dms process's own, from its
+ * start to /healthz answering (listening) and to /readyz 200 (provisioned and
+ * started), so that module loading of the child is the same in every row.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { generateDeviceSecret } from "../../src/things/index.js";
+import { child, progress, request, serviceEnv, stop, writeProvision, type ThingEntry } from "./support.js";
+
+interface Started {
+  ms: number;
+  work: { keyed: number; kdf: number; cacheHits: number };
+}
+
+interface Row {
+  run: string;
+  listeningMs: number;
+  readyMs: number;
+  work: Started["work"];
+}
+
+async function startOnce(run: string, dataDir: string, file: string): Promise<Row> {
+  const proc = child("service.ts", serviceEnv(dataDir, file, "api"));
+  try {
+    const listening = request<{ ms: number }>(proc, undefined, "listening");
+    const started = await request<Started>(proc, undefined, "started");
+    const row = { run, listeningMs: (await listening).ms, readyMs: started.ms, work: started.work };
+    progress(`${run}: listening ${row.listeningMs.toFixed(0)} ms, ready ${row.readyMs.toFixed(0)} ms`);
+    return row;
+  } finally {
+    await stop(proc);
+  }
+}
+
+export async function provisioningSection(things: number, rounds: number): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "dms-bench-fleet-"));
+  try {
+    const plain: ThingEntry[] = Array.from({ length: things }, (_, i) => ({
+      thingName: `dev-${i}`,
+      thingType: "sensor",
+      domain: "fleet",
+      serial: `SN-${i}`,
+    }));
+    const withSecrets = plain.map((t) => ({ ...t, secret: generateDeviceSecret() }));
+    writeProvision(join(dir, "plain.json"), plain);
+    writeProvision(join(dir, "secrets.json"), withSecrets);
+    // An empty file: what starting costs with nothing to provision, the base of every row.
+    writeProvision(join(dir, "empty.json"), []);
+    const rows: Row[] = [];
+    for (let round = 1; round <= rounds; round++) {
+      const fresh = (name: string) => mkdtempSync(join(dir, `${name}-${round}-`));
+      rows.push(await startOnce(`empty file (round ${round})`, fresh("empty"), join(dir, "empty.json")));
+      rows.push(
+        await startOnce(`${things} things, no secrets (round ${round})`, fresh("plain"), join(dir, "plain.json")),
+      );
+      const secretsDir = fresh("secrets");
+      rows.push(
+        await startOnce(`${things} things, generated secrets (round ${round})`, secretsDir, join(dir, "secrets.json")),
+      );
+      rows.push(await startOnce(`restart, file unchanged (round ${round})`, secretsDir, join(dir, "secrets.json")));
+    }
+    return report(rows, things);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function report(rows: Row[], things: number): string {
+  const s = (ms: number) => (ms / 1000).toFixed(2);
+  const lines = [
+    "| run | /healthz answers after (s) | /readyz 200 after (s) | things/s | secrets hashed (HMAC / scrypt) |",
+    "|---|---:|---:|---:|---:|",
+    ...rows.map((r) => {
+      const rate = r.run.startsWith("empty") ? "" : Math.round(things / (r.readyMs / 1000)).toLocaleString("en");
+      return `| ${r.run} | ${s(r.listeningMs)} | ${s(r.readyMs)} | ${rate} | ${r.work.keyed} / ${r.work.kdf} |`;
+    }),
+  ];
+  const ready = (prefix: string) => rows.filter((r) => r.run.startsWith(prefix)).map((r) => r.readyMs);
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  const empty = sum(ready("empty")) / ready("empty").length;
+  const plain = sum(ready(`${things} things, no`));
+  const secrets = sum(ready(`${things} things, generated`));
+  const restart = sum(ready("restart"));
+  const rounds = ready("empty").length;
+  lines.push(
+    "",
+    `Ratio with generated secrets / without, to /readyz 200: **${(secrets / plain).toFixed(2)}** (over ${rounds} round(s); provisioning alone, less the empty file's start: ${((secrets - empty * rounds) / (plain - empty * rounds)).toFixed(2)}). Restart with the unchanged file / first start with secrets: **${(restart / secrets).toFixed(2)}**, no secret hashed again.`,
+  );
+  return lines.join("\n");
+}

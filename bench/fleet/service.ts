@@ -1,0 +1,33 @@
+/**
+ * A dms in a process of its own for bench/fleet: the benchmark's clients and
+ * bookkeeping never share its event loop. Environment: the dms configuration.
+ * Reports {cmd: "listening", ms, url} when /healthz can answer, {cmd: "started",
+ * ms, mqttPort, work} when /readyz turns 200 (ms since its own start), then
+ * waits for {cmd: "stop"}.
+ */
+import { loadConfig } from "../../src/config/index.js";
+import { startDms } from "../../src/service.js";
+
+const began = performance.now();
+const send = (message: Record<string, unknown>): void => {
+  process.send?.(message);
+};
+
+const dms = await startDms(loadConfig(), {
+  onListening: (url) => send({ cmd: "listening", ms: performance.now() - began, url }),
+});
+send({
+  cmd: "started",
+  ms: performance.now() - began,
+  mqttPort: dms.services.deviceBridge?.port,
+  ready: dms.services.readiness.status().ready,
+  work: dms.services.registry.credentials.work,
+});
+process.on("message", (m: { cmd: string }) => {
+  if (m.cmd === "stop") {
+    dms.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  }
+});

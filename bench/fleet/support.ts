@@ -1,0 +1,101 @@
+/** What the sections of bench/fleet share: the service and client processes, and the report header. */
+import { fork, type ChildProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { cpus, loadavg, totalmem } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const API_KEY = "bench-fleet-key-0001";
+
+export function argument(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+export function progress(line: string): void {
+  process.stderr.write(`  ${line}\n`);
+}
+
+/** The machine and how busy it was: the machine is shared, so every figure says it. */
+export function machine(): string {
+  const [one, five] = loadavg();
+  return `${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; load average ${one!.toFixed(1)} (1 min), ${five!.toFixed(1)} (5 min)`;
+}
+
+/** Forks a bench/fleet child script (tsx) and hands it `env`. */
+export function child(script: string, env: Record<string, string> = {}): ChildProcess {
+  return fork(join(here, script), [], {
+    execArgv: ["--import", "tsx"],
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+}
+
+/** Sends `message` (unless undefined) and waits for the child's `answer` command. */
+export function request<T>(
+  proc: ChildProcess,
+  message: Record<string, unknown> | undefined,
+  answer: string,
+): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (m: { cmd: string }): void => {
+      if (m.cmd !== answer) return;
+      proc.off("message", onMessage);
+      proc.off("exit", onExit);
+      resolve(m as T);
+    };
+    const onExit = (code: number | null): void => reject(new Error(`child exited (${code}) before ${answer}`));
+    proc.on("message", onMessage);
+    proc.once("exit", onExit);
+    if (message) proc.send(message);
+  });
+}
+
+export async function stop(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null) return;
+  const exited = new Promise((r) => proc.once("exit", r));
+  proc.send({ cmd: "stop" });
+  await exited;
+}
+
+export interface ThingEntry {
+  thingName: string;
+  thingType: string;
+  domain: string;
+  serial?: string;
+  secret?: string;
+}
+
+/** A provisioning file: one domain, one thing type, `things`. */
+export function writeProvision(file: string, things: ThingEntry[]): void {
+  writeFileSync(
+    file,
+    JSON.stringify({
+      apiKeys: [API_KEY],
+      domains: [{ id: "root" }, { id: "fleet", parent: "root" }],
+      thingTypes: [{ id: "sensor", domain: "fleet", resources: [{ name: "temp", dataType: "double" }] }],
+      things,
+    }),
+  );
+}
+
+/** The configuration of a benchmark's dms process. */
+export function serviceEnv(dataDir: string, provision: string, roles: string): Record<string, string> {
+  return {
+    DMS_HTTP_PORT: "0",
+    DMS_HTTP_HOST: "127.0.0.1",
+    DMS_MQTT_PORT: "0",
+    DMS_DATA_DIR: dataDir,
+    DMS_PROVISION: provision,
+    DMS_LOG_LEVEL: "warn",
+    DMS_ROLES: roles,
+    DMS_JWT_SECRET: "bench-secret-bench-secret-bench-secret",
+  };
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
