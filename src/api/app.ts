@@ -6,11 +6,13 @@ import { ApiError } from "../errors/index.js";
 import { authentication } from "./auth-middleware.js";
 import type { Api, ApiEnv, RouteModule, Services } from "./context.js";
 import { registerDocs } from "./docs.js";
+import { checkStages, stageNames, stagePath } from "./stages.js";
 import { validationHook } from "./validation.js";
 
 /** Builds the REST application: middleware, every route module, `/openapi.json` and `/docs`. */
 export function createApp(services: Services, modules: readonly RouteModule[]): Api {
-  const app: Api = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
+  const stages = stageNames(services.config.DMS_STACK_NAME);
+  const app: Api = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook, getPath: stagePath(stages) });
   const { logger, metrics } = services;
 
   app.use(requestId());
@@ -55,6 +57,10 @@ export function createApp(services: Services, modules: readonly RouteModule[]): 
   );
 
   for (const register of modules) register(app, services);
+  checkStages(
+    stages,
+    app.routes.map((r) => r.path),
+  );
 
   app.openAPIRegistry.registerComponent("securitySchemes", "token", {
     type: "apiKey",
@@ -68,7 +74,11 @@ export function createApp(services: Services, modules: readonly RouteModule[]): 
   });
   app.doc("/openapi.json", {
     openapi: "3.0.3",
-    info: { title: "dms: device management service", version: "1.0.0" },
+    info: {
+      title: "dms: device management service",
+      version: "1.0.0",
+      description: `Every operation is also answered under /${stages.join("/ and /")}/ (the stages MIC clients put before each path).`,
+    },
     security: [{ token: [], apiKey: [] }],
   });
   registerDocs(app);

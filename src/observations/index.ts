@@ -6,7 +6,7 @@ export {
   type StoredObservationRow,
 } from "./store.js";
 export { ObservationReader, type CandidateRow, type ExportRow } from "./reader.js";
-export { planFind, runFind, type FindPlan, type FindScope } from "./find/index.js";
+export { planFind, runFind, searchDocs, type Doc, type FindPlan, type FindScope } from "./find/index.js";
 export {
   createExports,
   exportMigrations,

@@ -1,1 +1,2 @@
-export { planFind, runFind, type FindPlan, type FindScope } from "./search.js";
+export { planFind, runFind, searchDocs, type FindPlan, type FindScope } from "./search.js";
+export type { Doc } from "./fields.js";
