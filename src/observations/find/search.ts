@@ -106,12 +106,17 @@ export function runFind(reader: ObservationReader, plan: FindPlan, scope: FindSc
 
 /**
  * Runs a plan over documents held in memory (the things registry), answering
- * in the same Elasticsearch 5.6 shape as FIND.
+ * in the same Elasticsearch 5.6 shape as FIND. The terms on thingName and
+ * thingType that the plan leaves to the store's candidate read are applied
+ * here, as that read would.
  */
 export function searchDocs(plan: FindPlan, docs: readonly Doc[], shards: number): Json {
   const started = performance.now();
+  const { thingNames, thingTypes } = plan.pushdown;
   const matches: Doc[] = [];
   for (const doc of docs) {
+    if (thingTypes && !thingTypes.has(doc.thingType)) continue;
+    if (thingNames && !thingNames.has(String(doc.source.thingName))) continue;
     if (!plan.matcher.test(doc)) continue;
     doc.score = plan.matcher.score(doc);
     matches.push(doc);
