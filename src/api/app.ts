@@ -1,6 +1,7 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
 import { bodyLimit } from "hono/body-limit";
+import { cors } from "hono/cors";
 import { requestId } from "hono/request-id";
 import { ApiError } from "../errors/index.js";
 import { authentication } from "./auth-middleware.js";
@@ -29,6 +30,24 @@ export function createApp(services: Services, modules: readonly RouteModule[]): 
       "request",
     );
   });
+  // Browser clients (MIC's web workshops, mic-sdk-js in a page) send x-api-key, Authorization and
+  // identityId, which need a preflight. Credentials travel in headers, never cookies, so any origin
+  // may call: a page can use only the credentials its user gave it.
+  app.use(
+    cors({
+      origin: "*",
+      allowHeaders: [
+        "Authorization",
+        "x-api-key",
+        "identityId",
+        "Content-Type",
+        "Content-MD5",
+        "Content-Disposition",
+        "Content-Encoding",
+      ],
+      maxAge: 600,
+    }),
+  );
   app.use(async (c, next) => {
     // Signed-URL uploads stream their body to the file store and apply their own limits.
     if (c.req.path.startsWith("/storage/")) return next();

@@ -77,6 +77,24 @@ describe("every operation answers 200 on success, creates included", () => {
   });
 });
 
+describe("browser clients", () => {
+  it("a preflight for login and for a call with identityId is answered without credentials", async () => {
+    for (const path of [`/${STACK}/auth/login`, "/prod/things/find"]) {
+      const res = await fetch(`${t.url}${path}`, {
+        method: "OPTIONS",
+        headers: {
+          origin: "http://portal.example.com",
+          "access-control-request-method": "POST",
+          "access-control-request-headers": "authorization,identityid,x-api-key,content-type",
+        },
+      });
+      expect(res.status).toBe(204);
+      expect(res.headers.get("access-control-allow-origin")).toBe("*");
+      expect(res.headers.get("access-control-allow-headers")?.toLowerCase()).toContain("identityid");
+    }
+  });
+});
+
 describe("the manifests", () => {
   it("GET /manifest/?hostname= and GET /{stage}/metadata/manifest need no credentials", async () => {
     const manifest = await send("GET", `${t.url}/manifest/?hostname=any.example.com`);
