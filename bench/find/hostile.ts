@@ -8,7 +8,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { setPriority } from "node:os";
 import { fileURLToPath } from "node:url";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
-import type { EngineService } from "../../src/engine/index.js";
+import { decodeValue, type EngineService } from "../../src/engine/index.js";
 import type { LoadResult } from "./load.js";
 
 export interface HostileOptions {
@@ -106,7 +106,7 @@ async function streamFor(
       const k = seq0 + n + i;
       return { thingName: things[k % things.length], timestamp: Date.now(), state: { temp: k % 40 } };
     });
-    const result = await engine.submit(batch);
+    const result = await engine.accept(batch.map((o) => decodeValue(o, { source: "bench" })));
     n += result.accepted;
     await yieldToLoop();
   }

@@ -1,16 +1,19 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { HTTPException } from "hono/http-exception";
 import { bodyLimit } from "hono/body-limit";
+import { cors } from "hono/cors";
 import { requestId } from "hono/request-id";
 import { ApiError } from "../errors/index.js";
 import { authentication } from "./auth-middleware.js";
 import type { Api, ApiEnv, RouteModule, Services } from "./context.js";
 import { registerDocs } from "./docs.js";
+import { checkStages, stageNames, stagePath } from "./stages.js";
 import { validationHook } from "./validation.js";
 
 /** Builds the REST application: middleware, every route module, `/openapi.json` and `/docs`. */
 export function createApp(services: Services, modules: readonly RouteModule[]): Api {
-  const app: Api = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook });
+  const stages = stageNames(services.config.DMS_STACK_NAME);
+  const app: Api = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook, getPath: stagePath(stages) });
   const { logger, metrics } = services;
 
   app.use(requestId());
@@ -27,6 +30,24 @@ export function createApp(services: Services, modules: readonly RouteModule[]): 
       "request",
     );
   });
+  // Browser clients (MIC's web workshops, mic-sdk-js in a page) send x-api-key, Authorization and
+  // identityId, which need a preflight. Credentials travel in headers, never cookies, so any origin
+  // may call: a page can use only the credentials its user gave it.
+  app.use(
+    cors({
+      origin: "*",
+      allowHeaders: [
+        "Authorization",
+        "x-api-key",
+        "identityId",
+        "Content-Type",
+        "Content-MD5",
+        "Content-Disposition",
+        "Content-Encoding",
+      ],
+      maxAge: 600,
+    }),
+  );
   app.use(async (c, next) => {
     // Signed-URL uploads stream their body to the file store and apply their own limits.
     if (c.req.path.startsWith("/storage/")) return next();
@@ -55,6 +76,10 @@ export function createApp(services: Services, modules: readonly RouteModule[]): 
   );
 
   for (const register of modules) register(app, services);
+  checkStages(
+    stages,
+    app.routes.map((r) => r.path),
+  );
 
   app.openAPIRegistry.registerComponent("securitySchemes", "token", {
     type: "apiKey",
@@ -68,7 +93,11 @@ export function createApp(services: Services, modules: readonly RouteModule[]): 
   });
   app.doc("/openapi.json", {
     openapi: "3.0.3",
-    info: { title: "dms: device management service", version: "1.0.0" },
+    info: {
+      title: "dms: device management service",
+      version: "1.0.0",
+      description: `Every operation is also answered under /${stages.join("/ and /")}/ (the stages MIC clients put before each path).`,
+    },
     security: [{ token: [], apiKey: [] }],
   });
   registerDocs(app);

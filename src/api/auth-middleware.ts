@@ -8,8 +8,20 @@ export interface AuthEnv {
   Variables: { principal: Principal };
 }
 
-/** Paths that need neither key nor token: probes, the API description, and signed-URL transfers. */
-const OPEN = [/^\/healthz$/, /^\/readyz$/, /^\/metrics$/, /^\/openapi\.json$/, /^\/docs(\/.*)?$/, /^\/storage\//];
+/**
+ * Paths that need neither key nor token: probes, the API description, signed-URL transfers, and
+ * the two manifests a MIC client reads before it has a key.
+ */
+const OPEN = [
+  /^\/healthz$/,
+  /^\/readyz$/,
+  /^\/metrics$/,
+  /^\/openapi\.json$/,
+  /^\/docs(\/.*)?$/,
+  /^\/storage\//,
+  /^\/manifest$/,
+  /^\/metadata\/manifest$/,
+];
 /** Paths that need the API key but no token. */
 const KEY_ONLY = [/^\/auth\/(login|refresh)$/];
 

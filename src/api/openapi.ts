@@ -35,13 +35,16 @@ export function jsonBody<T extends z.ZodType>(schema: T, description?: string) {
   return { body: { required: true, content: { "application/json": { schema } }, description } } as const;
 }
 
-/** A JSON response and the error responses every operation can give. */
-export function jsonResponses<T extends z.ZodType>(schema: T, description = "OK", status: 200 | 201 = 200) {
-  // Object.assign rather than a spread: spread into a literal, the computed status key drops out of the type.
-  return Object.assign(
-    { [status]: { description, content: { "application/json": { schema } } } } as const,
-    errorResponses,
-  );
+/**
+ * A JSON response and the error responses every operation can give. Every
+ * success is 200, creates included: the original service answered 200 and its
+ * clients treat any other status as a failed call (docs/mic-clients.md).
+ */
+export function jsonResponses<T extends z.ZodType>(schema: T, description = "OK") {
+  return {
+    200: { description, content: { "application/json": { schema } } },
+    ...errorResponses,
+  } as const;
 }
 
 /** Responses of an operation that answers no body. */

@@ -313,17 +313,32 @@ export class Identity implements DomainPaths {
     return this.apiKeyHashes.has(hashApiKey(key));
   }
 
-  /** Adds a key; adding a key that exists already returns the existing one (provisioning is idempotent). */
-  addApiKey(key: string, label = ""): ApiKeyInfo {
+  /**
+   * Adds a key; adding a key that exists already returns the existing one (provisioning is idempotent).
+   * A `publicClientKey` is the one GET /metadata/manifest serves; marking one unmarks any other.
+   */
+  addApiKey(key: string, label = "", publicClientKey = false): ApiKeyInfo {
     const hash = hashApiKey(key);
-    this.db
-      .prepare("INSERT OR IGNORE INTO api_keys (id, key_hash, label, created_at) VALUES (?, ?, ?, ?)")
-      .run(randomUUID(), hash, label, isoNow());
+    this.db.transaction(() => {
+      this.db
+        .prepare("INSERT OR IGNORE INTO api_keys (id, key_hash, label, created_at) VALUES (?, ?, ?, ?)")
+        .run(randomUUID(), hash, label, isoNow());
+      if (!publicClientKey) return;
+      this.db.prepare("UPDATE api_keys SET public_key = NULL WHERE key_hash <> ?").run(hash);
+      this.db.prepare("UPDATE api_keys SET public_key = ? WHERE key_hash = ?").run(key, hash);
+    })();
     this.reloadApiKeys();
     this.bus.emit("apiKey.changed", { change: "created" });
     return this.db
       .prepare<[string], ApiKeyInfo>("SELECT id, label, created_at AS createdAt FROM api_keys WHERE key_hash = ?")
       .get(hash)!;
+  }
+
+  /** The key marked as the public client key, if one is provisioned and not deleted. */
+  publicApiKey(): string | undefined {
+    return this.db
+      .prepare<[], { public_key: string }>("SELECT public_key FROM api_keys WHERE public_key IS NOT NULL")
+      .get()?.public_key;
   }
 
   apiKeys(): ApiKeyInfo[] {

@@ -25,3 +25,4 @@ export {
 export { Tokens, jwtSecret, ACCESS_TOKEN_SECONDS, type Credentials } from "./tokens.js";
 export { hashSecret, verifySecret, hashApiKey } from "./passwords.js";
 export { authMigrations } from "./migrations.js";
+export { identityIdOf } from "./identity-id.js";

@@ -51,4 +51,10 @@ export const authMigrations: Migration[] = [
       CREATE INDEX refresh_tokens_expires ON refresh_tokens(expires_at);
     `,
   },
+  {
+    // The one key that GET /metadata/manifest hands out without credentials (the MIC clients'
+    // ApiKey). It is public by purpose, so it is kept in clear beside its hash; other keys are not.
+    id: "auth-003-public-api-key",
+    up: `ALTER TABLE api_keys ADD COLUMN public_key TEXT`,
+  },
 ];

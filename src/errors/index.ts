@@ -6,6 +6,8 @@ export const ERROR_STATUS = {
   INVALID_RULE_CONFIG: 400,
   INVALID_ACTION: 400,
   UNAUTHORIZED: 401,
+  /** A wrong user name or password at login, under the key the original service's clients test for. */
+  INVALID_LOGIN: 401,
   FORBIDDEN: 403,
   NOT_AUTHORIZED: 403,
   NOT_AUTHORIZED_DOMAIN: 403,

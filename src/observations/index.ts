@@ -9,8 +9,10 @@ export { ObservationReader, type CandidateRow, type ExportRow } from "./reader.j
 export {
   planFind,
   runFind,
+  searchDocs,
   createFindRunner,
   FIND_LIMITS,
+  type Doc,
   type FindPlan,
   type FindScope,
   type FindRunner,

@@ -5,7 +5,11 @@ import type { Db } from "../store/index.js";
 import { DATA_TYPES, RESOURCE_TYPES, type ThingRegistry } from "../things/index.js";
 
 const ProvisionSchema = z.object({
-  apiKeys: z.array(z.string().min(1)).default([]),
+  // A key is a string, or {key, public: true} for the public client key that GET /metadata/manifest serves.
+  apiKeys: z
+    .array(z.union([z.string().min(1), z.object({ key: z.string().min(1), public: z.boolean().default(false) })]))
+    .default([])
+    .refine((keys) => keys.filter((k) => typeof k !== "string" && k.public).length <= 1, "at most one public key"),
   domains: z
     .array(z.object({ id: z.string().min(1), parent: z.string().min(1).optional(), label: z.string().optional() }))
     .default([]),
@@ -115,7 +119,10 @@ export async function provision(
     throw new Error(`DMS_PROVISION: ${issue.path.join(".")}: ${issue.message}`);
   }
   const doc = parsed.data;
-  for (const key of doc.apiKeys) identity.addApiKey(key, "provisioned");
+  for (const entry of doc.apiKeys) {
+    if (typeof entry === "string") identity.addApiKey(entry, "provisioned");
+    else identity.addApiKey(entry.key, entry.public ? "public client key" : "provisioned", entry.public);
+  }
   for (const d of doc.domains) {
     const existing = identity.domain(d.id);
     if (!existing) {

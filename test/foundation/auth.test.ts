@@ -32,13 +32,13 @@ describe("POST /auth/login", () => {
     });
     expect(body.credentials.expiresIn).toBe(3600);
     expect(body.credentials.token.split(".")).toHaveLength(3);
-    expect(body.permissions.acme).toContain("Rules.*");
+    expect(body.permissions.domains.acme).toContain("Rules.*");
   });
 
-  it("refuses a bad password with 401", async () => {
+  it("refuses a bad password with 401 INVALID_LOGIN", async () => {
     const res = await login({ userName: "alice", password: "nope" });
     expect(res.status).toBe(401);
-    expect((await json(res)).messageKey).toBe("UNAUTHORIZED");
+    expect((await json(res)).messageKey).toBe("INVALID_LOGIN");
   });
 
   it("answers PROPERTY_REQUIRED naming a missing field", async () => {

@@ -24,7 +24,7 @@ async function expectError(res: Response, status: number, messageKey: string, pr
 describe("Rules CREATE, GET, LIST, UPDATE, REMOVE", () => {
   it("CREATE without id generates a sequential id, zero-padded to 8 and prefixed with the stack name", async () => {
     const a = await create(ruleBody());
-    expect(a.status).toBe(201);
+    expect(a.status).toBe(200);
     const ra = await json(a);
     const b = await json(await create(ruleBody()));
     expect(ra.id).toMatch(/^stk\d{8}$/);
@@ -34,7 +34,7 @@ describe("Rules CREATE, GET, LIST, UPDATE, REMOVE", () => {
 
   it("CREATE with an id keeps it; the same id again is RULE_ID_EXISTS", async () => {
     const res = await create(ruleBody({ id: "my-rule" }));
-    expect(res.status).toBe(201);
+    expect(res.status).toBe(200);
     expect((await json(res)).id).toBe("my-rule");
     await expectError(await create(ruleBody({ id: "my-rule" })), 409, "RULE_ID_EXISTS", "id");
   });
@@ -316,7 +316,7 @@ describe("Rules errors: PROPERTY_REQUIRED, INVALID_ARGUMENTS, INVALID_RULE_CONFI
       { operator: "leavePoi", resource: "latlng", value: poi },
     ];
     const res = await create(ruleBody({ expression }));
-    expect(res.status).toBe(201);
+    expect(res.status).toBe(200);
     expect((await json(res)).expression).toEqual(expression);
   });
 
@@ -410,11 +410,11 @@ describe("SET_RESOURCE limits and the loop check", () => {
       "INVALID_RULE_CONFIG",
       "actions.0.config.resource",
     );
-    expect((await create(setter("sets-flag", "temp", "flag", 30))).status).toBe(201);
+    expect((await create(setter("sets-flag", "temp", "flag", 30))).status).toBe(200);
   });
 
   it("a rule reading a resource another rule sets with an interval under 30 s is INVALID_RULE", async () => {
-    expect((await create(setter("fast-setter", "temp", "fast", 5))).status).toBe(201);
+    expect((await create(setter("fast-setter", "temp", "fast", 5))).status).toBe(200);
     await expectError(
       await create(ruleBody({ id: "fast-reader", expression: [{ operator: "eq", resource: "fast", value: 1 }] })),
       400,
@@ -424,14 +424,14 @@ describe("SET_RESOURCE limits and the loop check", () => {
   });
 
   it("refuses a rule that closes a cycle, naming it; rules of other types or sibling domains do not chain", async () => {
-    expect((await create(setter("loop-a", "l1", "l2", 60))).status).toBe(201);
-    expect((await create(setter("loop-b", "l2", "l3", 60))).status).toBe(201);
+    expect((await create(setter("loop-a", "l1", "l2", 60))).status).toBe(200);
+    expect((await create(setter("loop-b", "l2", "l3", 60))).status).toBe(200);
     const body = await expectError(await create(setter("loop-c", "l3", "l1", 60)), 400, "INVALID_RULE", "rules");
     expect(body.message).toContain("loop-c -> loop-a -> loop-b -> loop-c");
     // The same rule on a thing type the others do not act on closes nothing.
     expect(
       (await create(setter("loop-c", "l3", "l1", 60, { filter: { domain: "east", thingType: "20" } }))).status,
-    ).toBe(201);
+    ).toBe(200);
     // An update that closes the cycle is refused as well.
     await expectError(
       await t.call("PUT", "/rules/loop-c", { user: "alice", body: setter("x", "l3", "l1", 60) }),

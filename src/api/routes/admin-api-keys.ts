@@ -29,7 +29,7 @@ const create = createRoute({
       content: { "application/json": { schema: z.object({ label: z.string().max(256).optional() }) } },
     },
   },
-  responses: jsonResponses(NewApiKeySchema, "Created", 201),
+  responses: jsonResponses(NewApiKeySchema, "Created"),
 });
 const remove = createRoute({
   method: "delete",
@@ -53,7 +53,7 @@ export const adminApiKeyRoutes: RouteModule = (app, { identity }) => {
     authorize(principal, "ApiKeys.CREATE", ROOT_DOMAIN);
     const key = randomSecret();
     const info = identity.addApiKey(key, c.req.valid("json")?.label ?? "");
-    return c.json({ ...info, key }, 201);
+    return c.json({ ...info, key }, 200);
   });
 
   app.openapi(remove, (c) => {

@@ -44,7 +44,7 @@ const create = createRoute({
       label: z.string().min(1).max(256).optional(),
     }),
   ),
-  responses: jsonResponses(DomainSchema, "Created", 201),
+  responses: jsonResponses(DomainSchema, "Created"),
 });
 const update = createRoute({
   method: "patch",
@@ -86,7 +86,7 @@ export const adminDomainRoutes: RouteModule = (app, { identity }) => {
     requireReadWrite(principal);
     existing(body.parent);
     authorize(principal, "Domains.CREATE", body.parent);
-    return c.json(identity.createDomain(body.id, body.parent, body.label), 201);
+    return c.json(identity.createDomain(body.id, body.parent, body.label), 200);
   });
 
   app.openapi(update, (c) => {

@@ -1,5 +1,6 @@
-import { authorize, type Identity, type Principal, type Resource } from "../../auth/index.js";
-import { notFound } from "../../errors/index.js";
+import { authorize, type Action, type Identity, type Principal, type Resource, type User } from "../../auth/index.js";
+import { notAuthorized, notFound } from "../../errors/index.js";
+import type { ThingRegistry, ThingType } from "../../things/index.js";
 
 /** Shared by the admin route modules: the checks every admin area makes the same way. */
 
@@ -19,4 +20,48 @@ export function authorizeChange(principal: Principal, resource: Resource, from: 
   }
   authorize(principal, `${resource}.DELETE`, from);
   authorize(principal, `${resource}.CREATE`, to);
+}
+
+/** The domains a user lives in: its home and every domain it holds privileges on. */
+export function domainsOf(user: Pick<User, "homeDomain" | "privileges">): string[] {
+  return [...new Set([user.homeDomain, ...Object.keys(user.privileges)])];
+}
+
+/** Managing a user needs `Users.<action>` on every domain the user lives in. */
+export function authorizeUser(principal: Principal, action: Action, domains: string[]): void {
+  for (const d of domains) authorize(principal, `Users.${action}`, d);
+}
+
+/** No escalation: each grant that is new on a domain must be held there by the caller. */
+export function authorizeGrants(
+  principal: Principal,
+  next: Record<string, string[]>,
+  before: Record<string, string[]> = {},
+): void {
+  for (const [domain, grants] of Object.entries(next)) {
+    const held = new Set(before[domain] ?? []);
+    for (const grant of grants) {
+      if (held.has(grant) || principal.mayGrant(grant, domain)) continue;
+      throw notAuthorized(`User ${principal.userName} cannot grant ${grant} on domain ${domain}: it does not hold it`);
+    }
+  }
+}
+
+export function requireDomains(
+  identity: Identity,
+  homeDomain: string,
+  privileges: Record<string, string[]>,
+  homeProperty = "homeDomain",
+): void {
+  requireDomain(identity, homeDomain, homeProperty);
+  for (const d of Object.keys(privileges)) requireDomain(identity, d, "privileges");
+}
+
+/** A thing type the caller cannot read is, to it, one that does not exist (THING_TYPE_NOT_FOUND). */
+export function readableThingType(registry: ThingRegistry, principal: Principal, id: string): ThingType {
+  const thingType = registry.thingType(id);
+  if (!thingType || !principal.can("ThingTypes.READ", thingType.domain)) {
+    throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${id}`, "thingType");
+  }
+  return thingType;
 }

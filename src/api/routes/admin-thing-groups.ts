@@ -53,7 +53,7 @@ const create = createRoute({
       things: ThingNames.default([]),
     }),
   ),
-  responses: jsonResponses(ThingGroupSchema, "Created", 201),
+  responses: jsonResponses(ThingGroupSchema, "Created"),
 });
 const update = createRoute({
   method: "patch",
@@ -140,7 +140,7 @@ export const adminThingGroupRoutes: RouteModule = (app, { identity, registry }) 
     authorize(principal, "ThingGroups.CREATE", body.domain);
     requireReadableThings(registry, principal, body.things);
     const group = registry.putGroup({ ...body, name: body.name ?? body.id }, "create");
-    return c.json(view(principal, group), 201);
+    return c.json(view(principal, group), 200);
   });
 
   app.openapi(update, (c) => {

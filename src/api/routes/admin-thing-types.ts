@@ -18,7 +18,7 @@ const ResourceSchema = z
   })
   .openapi("ResourceDefinition");
 
-const ThingTypeSchema = z
+export const ThingTypeSchema = z
   .object({
     id: z.string(),
     label: z.string(),
@@ -65,7 +65,7 @@ const create = createRoute({
       resources: Resources.default([]),
     }),
   ),
-  responses: jsonResponses(ThingTypeSchema, "Created", 201),
+  responses: jsonResponses(ThingTypeSchema, "Created"),
 });
 const update = createRoute({
   method: "patch",
@@ -122,7 +122,7 @@ export const adminThingTypeRoutes: RouteModule = (app, { identity, registry }) =
     requireReadWrite(principal);
     requireDomain(identity, body.domain);
     authorize(principal, "ThingTypes.CREATE", body.domain);
-    return c.json(registry.putThingType({ ...body, label: body.label ?? body.id }, "create"), 201);
+    return c.json(registry.putThingType({ ...body, label: body.label ?? body.id }, "create"), 200);
   });
 
   app.openapi(update, (c) => {

@@ -4,9 +4,9 @@ import { ApiError, invalid, notFound } from "../../errors/index.js";
 import type { Thing, ThingOutcome, ThingRegistry, ThingWrite } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
-import { authorizeChange, requireDomain } from "./admin-support.js";
+import { authorizeChange, readableThingType, requireDomain } from "./admin-support.js";
 
-const ThingSchema = z
+export const ThingSchema = z
   .object({
     thingName: z.string(),
     thingType: z.string(),
@@ -40,12 +40,14 @@ const WrittenThingSchema = ThingSchema.extend({
 /** Most things one bulk call takes: one call stays well under a second and under DMS_MAX_BODY_BYTES. */
 export const BULK_THINGS_LIMIT = 1000;
 
+export const ThingNameSchema = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[0-9A-Za-z_.:-]+$/, "0-9, A-Z, a-z, '_', '.', ':' or '-' only");
+
 const NewThingBody = z.object({
-  thingName: z
-    .string()
-    .min(1)
-    .max(128)
-    .regex(/^[0-9A-Za-z_.:-]+$/, "0-9, A-Z, a-z, '_', '.', ':' or '-' only"),
+  thingName: ThingNameSchema,
   thingType: z.string().min(1),
   domain: z.string().min(1),
   serial: Serial.optional(),
@@ -92,7 +94,7 @@ const create = createRoute({
   tags,
   summary: "Create a thing; needs Things.CREATE on its domain and ThingTypes.READ on its type",
   request: jsonBody(NewThingBody),
-  responses: jsonResponses(WrittenThingSchema, "Created", 201),
+  responses: jsonResponses(WrittenThingSchema, "Created"),
 });
 const update = createRoute({
   method: "patch",
@@ -139,14 +141,6 @@ const remove = createRoute({
   request: { params: NameParam },
   responses: emptyResponses(),
 });
-
-/** A thing type the caller cannot read is, to it, one that does not exist (THING_TYPE_NOT_FOUND). */
-function readableThingType(registry: ThingRegistry, principal: Principal, id: string): void {
-  const thingType = registry.thingType(id);
-  if (!thingType || !principal.can("ThingTypes.READ", thingType.domain)) {
-    throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${id}`, "thingType");
-  }
-}
 
 /** `secret` and `generateSecret` are two ways to set one thing. */
 function checkSecretChoice(body: { secret?: string | undefined; generateSecret?: boolean | undefined }): void {
@@ -221,7 +215,7 @@ export const adminThingRoutes: RouteModule = (app, { identity, registry }) => {
     authorizeCreate(registry, identity, principal, body);
     const [outcome] = await registry.putThings([body], { mode: "create" });
     if (outcome!.status === "failed") throw outcome!.error;
-    return c.json(written(outcome!), 201);
+    return c.json(written(outcome!), 200);
   });
 
   app.openapi(update, async (c) => {

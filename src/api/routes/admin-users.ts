@@ -1,20 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import {
-  ROLES,
-  authorize,
-  isGrant,
-  requireReadWrite,
-  type Action,
-  type Identity,
-  type Principal,
-  type User,
-} from "../../auth/index.js";
-import { notAuthorized, notFound } from "../../errors/index.js";
+import { ROLES, isGrant, requireReadWrite, type User } from "../../auth/index.js";
+import { notFound } from "../../errors/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
-import { requireDomain } from "./admin-support.js";
+import { authorizeGrants, authorizeUser, domainsOf, requireDomains } from "./admin-support.js";
 
-const Privileges = z.record(
+export const Privileges = z.record(
   z.string().min(1),
   z.array(z.string().refine(isGrant, "expected <Resource>.<ACTION>, <Resource>.* or *.*")),
 );
@@ -69,7 +60,7 @@ const create = createRoute({
       privileges: Privileges.optional(),
     }),
   ),
-  responses: jsonResponses(UserSchema, "Created", 201),
+  responses: jsonResponses(UserSchema, "Created"),
 });
 const update = createRoute({
   method: "patch",
@@ -98,36 +89,6 @@ const remove = createRoute({
   responses: emptyResponses(),
 });
 
-/** The domains a user lives in: its home and every domain it holds privileges on. */
-function domainsOf(user: Pick<User, "homeDomain" | "privileges">): string[] {
-  return [...new Set([user.homeDomain, ...Object.keys(user.privileges)])];
-}
-
-/** Managing a user needs `Users.<action>` on every domain the user lives in. */
-function authorizeUser(principal: Principal, action: Action, domains: string[]): void {
-  for (const d of domains) authorize(principal, `Users.${action}`, d);
-}
-
-/** No escalation: each grant that is new on a domain must be held there by the caller. */
-function authorizeGrants(
-  principal: Principal,
-  next: Record<string, string[]>,
-  before: Record<string, string[]> = {},
-): void {
-  for (const [domain, grants] of Object.entries(next)) {
-    const held = new Set(before[domain] ?? []);
-    for (const grant of grants) {
-      if (held.has(grant) || principal.mayGrant(grant, domain)) continue;
-      throw notAuthorized(`User ${principal.userName} cannot grant ${grant} on domain ${domain}: it does not hold it`);
-    }
-  }
-}
-
-function requireDomains(identity: Identity, homeDomain: string, privileges: Record<string, string[]>): void {
-  requireDomain(identity, homeDomain, "homeDomain");
-  for (const d of Object.keys(privileges)) requireDomain(identity, d, "privileges");
-}
-
 export const adminUserRoutes: RouteModule = (app, { identity }) => {
   const existing = (userName: string): User => {
     const user = identity.user(userName);
@@ -155,7 +116,7 @@ export const adminUserRoutes: RouteModule = (app, { identity }) => {
     requireDomains(identity, body.homeDomain, privileges);
     authorizeUser(principal, "CREATE", domainsOf({ homeDomain: body.homeDomain, privileges }));
     authorizeGrants(principal, privileges);
-    return c.json(await identity.createUser({ ...body, privileges }), 201);
+    return c.json(await identity.createUser({ ...body, privileges }), 200);
   });
 
   app.openapi(update, async (c) => {

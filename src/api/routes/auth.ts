@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { ACTIONS, RESOURCES, expandGrant, identityIdOf, type Action, type RoleName } from "../../auth/index.js";
 import { ApiError } from "../../errors/index.js";
 import type { RouteModule, Services } from "../context.js";
 import { jsonBody, jsonResponses } from "../openapi.js";
@@ -10,9 +11,23 @@ const LoginResponse = z
       roleName: z.string(),
       domainName: z.string(),
       domainPath: z.string(),
+      email: z.string().optional(),
     }),
-    credentials: z.object({ token: z.string(), refreshToken: z.string(), expiresIn: z.number() }),
-    permissions: z.record(z.string(), z.array(z.string())),
+    // identityId first: the MIC bash CLI cuts the token out of the answer's text and relies on it.
+    credentials: z.object({
+      identityId: z.string().openapi({ description: "Stable per user; MIC clients send it back as a header" }),
+      token: z.string(),
+      refreshToken: z.string(),
+      expiresIn: z.number(),
+    }),
+    permissions: z.object({
+      objects: z
+        .record(z.string(), z.array(z.enum(ACTIONS)))
+        .openapi({ description: "Per resource, the actions the user holds on at least one domain (as MIC gave them)" }),
+      domains: z
+        .record(z.string(), z.array(z.string()))
+        .openapi({ description: "The grants exactly as held, per domain" }),
+    }),
   })
   .openapi("LoginResponse");
 
@@ -36,19 +51,37 @@ const refresh = createRoute({
   responses: jsonResponses(LoginResponse),
 });
 
+/** Per resource, the actions granted on some domain; a Read user holds READ only, whatever its grants. */
+function objectPermissions(role: RoleName, privileges: Record<string, string[]>): Record<string, Action[]> {
+  const held = new Set<string>(Object.values(privileges).flat().flatMap(expandGrant));
+  const objects: Record<string, Action[]> = {};
+  for (const resource of RESOURCES) {
+    const actions = ACTIONS.filter((a) => held.has(`${resource}.${a}`) && (role === "ReadWrite" || a === "READ"));
+    if (actions.length > 0) objects[resource] = actions;
+  }
+  return objects;
+}
+
 /** `family`: the refresh-token family an exchange continues; a login starts one. */
 async function session(services: Services, userName: string, family?: string): Promise<z.infer<typeof LoginResponse>> {
   const user = services.identity.user(userName);
   if (!user) throw new ApiError("UNAUTHORIZED", "Unknown user");
+  const { token, refreshToken, expiresIn } = await services.tokens.issue(user.userName, family);
   return {
     user: {
       userName: user.userName,
       roleName: user.role,
       domainName: user.homeDomain,
       domainPath: services.identity.pathOf(user.homeDomain) ?? user.homeDomain,
+      ...(user.email ? { email: user.email } : {}),
     },
-    credentials: await services.tokens.issue(user.userName, family),
-    permissions: user.privileges,
+    credentials: {
+      identityId: identityIdOf(services.config.DMS_STACK_NAME, user.userName),
+      token,
+      refreshToken,
+      expiresIn,
+    },
+    permissions: { objects: objectPermissions(user.role, user.privileges), domains: user.privileges },
   };
 }
 
@@ -56,7 +89,7 @@ export const authRoutes: RouteModule = (app, services) => {
   app.openapi(login, async (c) => {
     const { userName, password } = c.req.valid("json");
     const user = await services.identity.authenticate(userName, password);
-    if (!user) throw new ApiError("UNAUTHORIZED", "Wrong user name or password");
+    if (!user) throw new ApiError("INVALID_LOGIN", "Wrong user name or password");
     return c.json(await session(services, user.userName), 200);
   });
 

@@ -15,9 +15,14 @@ import { eventRoutes } from "./events.js";
 import { ruleRoutes } from "./rules.js";
 import { observationsIngestRoutes } from "./observations-ingest.js";
 import { thingJobRoutes } from "./thing-jobs.js";
+import { manifestRoutes } from "./manifest.js";
+import { userRoutes } from "./users.js";
+import { thingTypeRoutes } from "./thing-types.js";
+import { thingRoutes } from "./things.js";
 
 /** Every REST area, registered in one place. */
 export const routeModules: readonly RouteModule[] = [
+  manifestRoutes,
   authRoutes,
   adminDomainRoutes,
   adminUserRoutes,
@@ -34,4 +39,7 @@ export const routeModules: readonly RouteModule[] = [
   eventRoutes,
   observationRoutes,
   thingJobRoutes,
+  userRoutes,
+  thingTypeRoutes,
+  thingRoutes,
 ];

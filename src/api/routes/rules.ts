@@ -32,7 +32,7 @@ const create = createRoute({
   summary: "CREATE: a rule, with a generated id when none is given",
   request: jsonBody(CreateRuleBodySchema),
   responses: {
-    ...jsonResponses(RuleSchema, "Created", 201),
+    ...jsonResponses(RuleSchema, "Created"),
     409: { description: "RULE_ID_EXISTS" },
   },
 });
@@ -119,7 +119,7 @@ export const ruleRoutes: RouteModule = (app, { rules, config }) => {
   app.openapi(create, async (c) => {
     const body = c.req.valid("json");
     await checkDns(body.actions);
-    return c.json(rules.create(c.get("principal"), body), 201);
+    return c.json(rules.create(c.get("principal"), body), 200);
   });
   app.openapi(test, async (c) => {
     const { rule, observations } = c.req.valid("json");

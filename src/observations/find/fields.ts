@@ -8,6 +8,8 @@ export interface Doc {
   thingType: string;
   /** Set by the query when scores are tracked. */
   score: number;
+  /** Where the hit says it comes from, for documents that are not observations (things). */
+  hit?: { index: string; type: string; id: string };
 }
 
 /** All values of a dotted field path, arrays flattened, as ES sees a multi-valued field. */

@@ -138,12 +138,9 @@ export function hitOf(
   source: (s: Record<string, unknown>) => Record<string, unknown> | undefined,
   sortValues: unknown[] | undefined,
 ): Record<string, unknown> {
-  const hit: Record<string, unknown> = {
-    _index: indexName(doc.thingType),
-    _type: "observation",
-    _id: String(doc.id),
-    _score: score,
-  };
+  const hit: Record<string, unknown> = doc.hit
+    ? { _index: doc.hit.index, _type: doc.hit.type, _id: doc.hit.id, _score: score }
+    : { _index: indexName(doc.thingType), _type: "observation", _id: String(doc.id), _score: score };
   const src = source(doc.source);
   if (src !== undefined) hit._source = src;
   if (sortValues) hit.sort = sortValues;

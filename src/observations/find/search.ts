@@ -7,6 +7,9 @@ import { compileSort, compileSource, hitOf, type Sorter } from "./hits.js";
 import { FIND_LIMITS, QueryBudget, checkJsonDepth, overLimit, type TimeBudget } from "./limits.js";
 import { compileQuery, newPushdown, type Matcher, type Pushdown } from "./query.js";
 
+/** ES's answer to a search request without a query: every document, each scored 1. */
+const MATCH_ALL: Matcher = { test: () => true, score: () => 1 };
+
 /** The request keys FIND understands; anything else is refused by name. */
 const REQUEST_KEYS = ["query", "aggs", "aggregations", "size", "from", "sort", "_source", "track_scores", "timeout"];
 /**
@@ -33,18 +36,21 @@ export interface FindPlan {
  * Parses the `query` property of a FIND body (an ES 5.6 search request) into
  * a plan, enforcing the interface's requirements: a `range` on `timestamp`
  * with `gte` that every hit must satisfy, and no `global` aggregation.
+ * `requireTimestamp: false` plans a search of documents that have no
+ * timestamp (things), where a missing query matches all, as in ES.
  */
-export function planFind(request: unknown, now: number): FindPlan {
+export function planFind(request: unknown, now: number, { requireTimestamp = true } = {}): FindPlan {
   if (request === undefined || request === null) throw required("query");
   if (!isObject(request)) throw badQuery("must be an object");
   for (const k of Object.keys(request)) if (!REQUEST_KEYS.includes(k)) throw badQuery(`unsupported request key [${k}]`);
   if (request.aggs !== undefined && request.aggregations !== undefined)
     throw badQuery("give [aggs] or [aggregations], not both");
-  if (request.query === undefined) throw badQuery("a [range] on [timestamp] with [gte] is required");
+  if (request.query === undefined && requireTimestamp)
+    throw badQuery("a [range] on [timestamp] with [gte] is required");
   const pushdown = newPushdown();
   const budget = new QueryBudget();
-  const matcher = compileQuery(request.query, { now, pushdown }, true, false);
-  if (!pushdown.hasTimestampGte)
+  const matcher = request.query === undefined ? MATCH_ALL : compileQuery(request.query, { now, pushdown }, true, false);
+  if (requireTimestamp && !pushdown.hasTimestampGte)
     throw badQuery("a [range] on [timestamp] with [gte] is required in a must or filter clause");
   const aggs = compileAggs(request.aggs ?? request.aggregations, { now, budget });
   const size = request.size === undefined ? 10 : intAt(request.size, "size");
@@ -114,11 +120,35 @@ export function runFind(
       matches.push(doc);
     }
   }
+  return answer(matches, plan, scope.thingTypes.length, started);
+}
+
+/**
+ * Runs a plan over documents held in memory (the things registry), answering
+ * in the same Elasticsearch 5.6 shape as FIND. The terms on thingName and
+ * thingType that the plan leaves to the store's candidate read are applied
+ * here, as that read would.
+ */
+export function searchDocs(plan: FindPlan, docs: readonly Doc[], shards: number): Json {
+  const started = performance.now();
+  const { thingNames, thingTypes } = plan.pushdown;
+  const matches: Doc[] = [];
+  for (const doc of docs) {
+    if (thingTypes && !thingTypes.has(doc.thingType)) continue;
+    if (thingNames && !thingNames.has(String(doc.source.thingName))) continue;
+    if (!plan.matcher.test(doc)) continue;
+    doc.score = plan.matcher.score(doc);
+    matches.push(doc);
+  }
+  return answer(matches, plan, shards, started);
+}
+
+function answer(matches: Doc[], plan: FindPlan, shards: number, started: number): Json {
   const hits = pageOf(matches, plan);
   const response: Json = {
     took: 0,
     timed_out: false,
-    _shards: { total: scope.thingTypes.length, successful: scope.thingTypes.length, skipped: 0, failed: 0 },
+    _shards: { total: shards, successful: shards, skipped: 0, failed: 0 },
     hits: { total: matches.length, max_score: maxScore(matches, plan), hits },
   };
   if (plan.aggs.length > 0) {

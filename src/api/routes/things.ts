@@ -1,0 +1,112 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { authorize, requireReadWrite } from "../../auth/index.js";
+import { notFound } from "../../errors/index.js";
+import { planFind, searchDocs, type Doc } from "../../observations/index.js";
+import type { Thing } from "../../things/index.js";
+import type { RouteModule } from "../context.js";
+import { jsonBody, jsonResponses } from "../openapi.js";
+import { ThingNameSchema, ThingSchema } from "./admin-things.js";
+import { readableThingType, requireDomain } from "./admin-support.js";
+
+/**
+ * The Thing API of MIC as its clients call it: POST /things, GET
+ * /things/{thingName} and POST /things/find (an Elasticsearch 5.6 search over
+ * the things the caller may read, answered as FIND answers). Devices connect
+ * over MQTT to dms's own broker (see DESIGN.md), so `mqtt` is the only protocol.
+ */
+const tags = ["things (MIC)"];
+
+const create = createRoute({
+  method: "post",
+  path: "/things",
+  tags,
+  summary: "Create a thing; needs Things.CREATE on its domain and ThingTypes.READ on its type",
+  request: jsonBody(
+    z.object({
+      thingName: ThingNameSchema,
+      thingType: z.string().min(1),
+      domain: z.string().min(1),
+      label: z.string().max(256).optional(),
+      protocol: z.literal("mqtt").optional(),
+    }),
+  ),
+  responses: jsonResponses(ThingSchema),
+});
+
+const get = createRoute({
+  method: "get",
+  path: "/things/{thingName}",
+  tags,
+  request: { params: z.object({ thingName: z.string().min(1) }) },
+  responses: jsonResponses(ThingSchema),
+});
+
+const find = createRoute({
+  method: "post",
+  path: "/things/find",
+  tags,
+  summary: "An Elasticsearch 5.6 search request over the things in domains where the caller holds Things.READ",
+  request: jsonBody(
+    z.object({
+      query: z
+        .record(z.string(), z.unknown())
+        .openapi({ description: "The search request: size, from, sort, _source, query, aggs" }),
+      type: z
+        .string()
+        .regex(/^(thing|sub_thing)(,(thing|sub_thing))*$/, "a comma-separated list of thing and sub_thing")
+        .optional()
+        .openapi({ description: "dms has no sub-things: every thing is of type thing" }),
+    }),
+  ),
+  responses: jsonResponses(
+    z
+      .record(z.string(), z.unknown())
+      .openapi({ description: "As Elasticsearch 5.6 answers: took, timed_out, _shards, hits.total, hits.hits[]" }),
+  ),
+});
+
+/** A thing as /things/find searches and returns it, under the field names of the registry. */
+function docOf(thing: Thing, id: number): Doc {
+  const source: Record<string, unknown> = {
+    thingName: thing.thingName,
+    thingType: thing.thingType,
+    domain: thing.domain,
+    createdAt: thing.createdAt,
+    updatedAt: thing.updatedAt,
+  };
+  if (thing.label !== null) source.label = thing.label;
+  if (thing.serial !== null) source.serial = thing.serial;
+  return {
+    id,
+    thingType: thing.thingType,
+    source,
+    score: 0,
+    hit: { index: "things", type: "thing", id: thing.thingName },
+  };
+}
+
+export const thingRoutes: RouteModule = (app, { identity, registry, clock }) => {
+  app.openapi(create, async (c) => {
+    const { protocol: _mqtt, ...body } = c.req.valid("json");
+    const principal = c.get("principal");
+    requireReadWrite(principal);
+    requireDomain(identity, body.domain);
+    authorize(principal, "Things.CREATE", body.domain);
+    readableThingType(registry, principal, body.thingType);
+    return c.json(await registry.putThing(body, "create"), 200);
+  });
+
+  app.openapi(get, (c) => {
+    const thing = registry.thing(c.req.valid("param").thingName);
+    if (!thing) throw notFound("THING_NOT_FOUND", `Thing ${c.req.valid("param").thingName}`, "thingName");
+    authorize(c.get("principal"), "Things.READ", thing.domain);
+    return c.json(thing, 200);
+  });
+
+  app.openapi(find, (c) => {
+    const principal = c.get("principal");
+    const plan = planFind(c.req.valid("json").query, clock(), { requireTimestamp: false });
+    const things = registry.things().filter((t) => principal.can("Things.READ", t.domain));
+    return c.json(searchDocs(plan, things.map(docOf), 1), 200);
+  });
+};
