@@ -8,6 +8,7 @@ import { authentication } from "./auth-middleware.js";
 import type { Api, ApiEnv, RouteModule, Services } from "./context.js";
 import { registerDocs } from "./docs.js";
 import { checkStages, stageNames, stagePath } from "./stages.js";
+import { jsonShapeGuard } from "./json-shape.js";
 import { validationHook } from "./validation.js";
 
 /** Builds the REST application: middleware, every route module, `/openapi.json` and `/docs`. */
@@ -59,6 +60,8 @@ export function createApp(services: Services, modules: readonly RouteModule[]): 
     })(c, next);
   });
   app.use(authentication(services));
+  // After authentication, so that only callers with a key and a token make the service read a body.
+  app.use(jsonShapeGuard());
 
   app.get("/healthz", (c) => {
     services.db.prepare("SELECT 1").get();
