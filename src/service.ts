@@ -1,5 +1,6 @@
 import { serve, type ServerType } from "@hono/node-server";
 import { mkdtempSync } from "node:fs";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +9,7 @@ import { authentication, createApp, routeModules, type Api, type Services } from
 import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { BusRelay, EventBus } from "./bus/index.js";
 import type { Config } from "./config/index.js";
+import { answerMalformedRequests } from "./errors/index.js";
 import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
 import {
   createEngineService,
@@ -312,6 +314,7 @@ function fileStoreDir(dataDir: string): string {
 function listen(app: Api, hostname: string, port: number): Promise<ServerType> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch: app.fetch, hostname, port }, () => resolve(server));
+    answerMalformedRequests(server as Server);
     server.once("error", reject);
   });
 }

@@ -3,11 +3,12 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { Api } from "./context.js";
 
-const ASSETS: Record<string, string> = {
-  "swagger-ui.css": "text/css; charset=utf-8",
-  "swagger-ui-bundle.js": "application/javascript; charset=utf-8",
-  "swagger-ui-standalone-preset.js": "application/javascript; charset=utf-8",
-};
+/** A Map, not an object literal: a name such as `__proto__` or `constructor` must not find an inherited entry. */
+const ASSETS = new Map<string, string>([
+  ["swagger-ui.css", "text/css; charset=utf-8"],
+  ["swagger-ui-bundle.js", "application/javascript; charset=utf-8"],
+  ["swagger-ui-standalone-preset.js", "application/javascript; charset=utf-8"],
+]);
 
 const PAGE = `<!doctype html>
 <html><head><meta charset="utf-8"><title>dms API</title>
@@ -23,7 +24,7 @@ export function registerDocs(app: Api): void {
   app.get("/docs", (c) => c.html(PAGE));
   app.get("/docs/assets/:file", async (c) => {
     const file = c.req.param("file");
-    const type = ASSETS[file];
+    const type = ASSETS.get(file);
     if (!type) return c.json({ message: "Not found", messageKey: "NOT_FOUND" }, 404);
     return c.body(await readFile(join(dist, file)), 200, { "content-type": type, "cache-control": "max-age=3600" });
   });

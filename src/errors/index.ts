@@ -1,3 +1,5 @@
+import type { Duplex } from "node:stream";
+
 /** The error keys of the interface, with the HTTP status DESIGN.md gives each. */
 export const ERROR_STATUS = {
   PROPERTY_REQUIRED: 400,
@@ -27,6 +29,7 @@ export const ERROR_STATUS = {
   ALREADY_EXISTS: 409,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
+  HEADERS_TOO_LARGE: 431,
   INTERNAL_ERROR: 500,
 } as const;
 
@@ -75,3 +78,32 @@ export const notAuthorized = (what = "You are not authorized for this operation"
 
 export const notFound = (key: ErrorKey, what: string, property?: string): ApiError =>
   new ApiError(key, `${what} not found`, property);
+
+/** What `answerMalformedRequests` needs of a Node HTTP server. */
+interface ClientErrorSource {
+  on(event: "clientError", listener: (err: Error & { code?: string }, socket: Duplex) => void): unknown;
+}
+
+/**
+ * Requests Node's HTTP parser refuses before any handler runs (a request line
+ * and headers over its 16 KiB limit, bytes that are not HTTP) get the flat
+ * error body too, instead of Node's bare status line.
+ */
+export function answerMalformedRequests(server: ClientErrorSource): void {
+  server.on("clientError", (err, socket) => {
+    // A timed-out request keeps Node's own 408 (its writer knows the timing); a reset socket has no one to answer.
+    if (err.code === "ERR_HTTP_REQUEST_TIMEOUT" || err.code === "ECONNRESET" || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = err.code === "HPE_HEADER_OVERFLOW";
+    const error = tooLarge
+      ? new ApiError("HEADERS_TOO_LARGE", "Request line and headers are over the server's limit")
+      : new ApiError("INVALID_ARGUMENTS", `Malformed HTTP request (${err.code ?? err.message})`);
+    const body = JSON.stringify(error.body());
+    const reason = tooLarge ? "Request Header Fields Too Large" : "Bad Request";
+    socket.end(
+      `HTTP/1.1 ${error.status} ${reason}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  });
+}

@@ -1,7 +1,9 @@
 import { serve, type ServerType } from "@hono/node-server";
+import type { Server as HttpServer } from "node:http";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { Counter, Gauge } from "prom-client";
 import type { Config } from "../config/index.js";
+import { answerMalformedRequests } from "../errors/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
 import { createControlApp, type ControlDeps } from "./control.js";
 import { readSerialLine } from "./serial-line.js";
@@ -90,6 +92,7 @@ export function createProxy(deps: ProxyDeps, options: ProxyOptions = {}): Proxy 
       controlServer = await new Promise<ServerType>((resolve, reject) => {
         const port = options.controlPort ?? config.DMS_PROXY_CONTROL_PORT;
         const server = serve({ fetch: app.fetch, hostname: config.DMS_HTTP_HOST, port }, () => resolve(server));
+        answerMalformedRequests(server as HttpServer);
         server.once("error", reject);
       });
       controlPort = (controlServer.address() as AddressInfo).port;

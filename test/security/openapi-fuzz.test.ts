@@ -1,4 +1,5 @@
 import { request } from "node:http";
+import { connect } from "node:net";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { API_KEY } from "../support/dms.js";
@@ -181,7 +182,7 @@ const RAW_ESCAPES = ["%", "%zz", "%ED%A0%80", "%C0%AF", "%00", "%2e%2e", "a%2Fb"
 /** Lone surrogates cannot be percent-encoded; RAW_ESCAPES sends invalid UTF-8 instead. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 const encode = (s: string): string => encodeURIComponent(s.replace(LONE_SURROGATE, "\ufffd"));
-/** Kept under Node's 16 KiB header limit with room for several of them (Node itself answers 431 above it). */
+/** Kept under Node's 16 KiB header limit with room for several of them (above it, 431: a test of its own). */
 const MAX_URL_PART = 1_500;
 const urlString: fc.Arbitrary<string> = fc.oneof(
   { weight: 5, arbitrary: hostileString.map((s) => encode(s.slice(0, MAX_URL_PART)).slice(0, MAX_URL_PART)) },
@@ -358,6 +359,19 @@ function sendLarge(url: string, method: string, token: string, text: string): Pr
     req.on("error", (err) => {
       if (!answered) resolve({ kind: "error", message: err.message, ms: performance.now() - started });
     });
+  });
+}
+
+/** Sends bytes as they are on a fresh connection; the whole answer once the server closes it. */
+function rawExchange(base: string, bytes: string): Promise<string> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(bytes));
+    const chunks: Buffer[] = [];
+    socket.setTimeout(REQUEST_TIMEOUT_MS, () => socket.destroy(new Error("no answer")));
+    socket.on("data", (c: Buffer) => chunks.push(c));
+    socket.on("close", () => resolve(Buffer.concat(chunks).toString()));
+    socket.on("error", reject);
   });
 }
 
@@ -554,6 +568,32 @@ describe("fuzzing every operation of /openapi.json (issue 14)", () => {
     }
     expect(failures).toEqual([]);
   }, 300_000);
+
+  it("requests Node's HTTP parser refuses (headers over its limit, bytes that are not HTTP) get the error body too", async () => {
+    for (const base of [t.url, t.controlUrl]) {
+      const res = await fetch(`${base}/rules`, {
+        headers: { "x-api-key": API_KEY, "x-pad": "a".repeat(20_000) },
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+      const body = (await res.json()) as { messageKey?: string };
+      expect({ status: res.status, shape: errorShapeProblem(res.status, body), key: body.messageKey }).toEqual({
+        status: 431,
+        shape: undefined,
+        key: "HEADERS_TOO_LARGE",
+      });
+      for (const garbage of ["NOT HTTP AT ALL\r\n\r\n", "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n"]) {
+        const answer = await rawExchange(base, garbage);
+        const [head = "", text = ""] = answer.split("\r\n\r\n");
+        const status = Number(head.split(" ")[1]);
+        const parsed = JSON.parse(text) as { messageKey?: string };
+        expect({ status, shape: errorShapeProblem(status, parsed), key: parsed.messageKey }, garbage).toEqual({
+          status: 400,
+          shape: undefined,
+          key: "INVALID_ARGUMENTS",
+        });
+      }
+    }
+  });
 
   it("answers /healthz afterwards", async () => {
     const started = performance.now();

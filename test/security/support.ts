@@ -209,7 +209,13 @@ export function honoRoutes(t: TestDms): string[] {
 /** The routes of the proxy control interface, which has no OpenAPI document: read from the app itself. */
 export function controlRoutes(t: TestDms): string[] {
   const services = t.dms.services;
-  const app = createControlApp(services, services.proxy!.sessions, "127.0.0.1");
+  // Only the routes are read: the app is never served, so it needs no real authentication.
+  const deps = {
+    authentication: async (_c: unknown, next: () => Promise<void>) => next(),
+    things: services.registry,
+    logger: services.logger,
+  };
+  const app = createControlApp(deps, services.proxy!.sessions, "127.0.0.1");
   return [...new Set(app.routes.filter((r) => r.method !== "ALL").map((r) => `${r.method} ${r.path}`))];
 }
 
