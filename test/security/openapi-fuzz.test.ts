@@ -595,6 +595,31 @@ describe("fuzzing every operation of /openapi.json (issue 14)", () => {
     }
   });
 
+  it("treats names of inherited object members (constructor, __proto__, toString) as the unknown names they are", async () => {
+    const range = { range: { timestamp: { gte: 0 } } };
+    const failures: string[] = [];
+    for (const name of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
+      const finds = [
+        { aggs: { a: { [name]: {} } } },
+        { aggs: { a: { date_histogram: { field: "timestamp", interval: name } } } },
+        { aggs: { a: { date_histogram: { field: "timestamp", interval: "1d", format: name } } } },
+      ];
+      for (const extra of finds) {
+        const res = await t.call("POST", "/observations/find", {
+          user: ADMIN,
+          body: { query: { query: range, ...extra } },
+        });
+        const body = (await res.json()) as { messageKey?: string };
+        if (res.status !== 400 || body.messageKey !== "INVALID_ARGUMENTS") {
+          failures.push(`FIND ${JSON.stringify(extra)}: ${res.status} ${JSON.stringify(body).slice(0, 200)}`);
+        }
+      }
+      const asset = await fetch(`${t.url}/docs/assets/${name}`);
+      if (asset.status !== 404) failures.push(`/docs/assets/${name}: ${asset.status}`);
+    }
+    expect(failures).toEqual([]);
+  });
+
   it("answers /healthz afterwards", async () => {
     const started = performance.now();
     const res = await fetch(`${t.url}/healthz`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });

@@ -11,7 +11,7 @@ import {
   type Unit,
   type Zone,
 } from "./dates.js";
-import { badQuery, intAt, isObject, numberAt, objectAt, onlyKeys, stringAt, type Json } from "./errors.js";
+import { badQuery, intAt, isObject, numberAt, objectAt, onlyKeys, stringAt, type Json, own } from "./errors.js";
 import {
   accessor,
   geoAccessor,
@@ -64,7 +64,7 @@ function compileAgg(name: string, def: Json, ctx: AggContext): Agg {
   const where = `aggs.${name}.${kind}`;
   if (kind === "global") throw badQuery(`[${where}] global aggregations are not allowed`);
   const subs = compileAggs(subSpec, ctx, `aggs.${name}.aggs`);
-  const make = BUILDERS[kind];
+  const make = own(BUILDERS, kind);
   if (!make) throw badQuery(`unsupported aggregation [${kind}] in [aggs.${name}]`);
   if (METRICS.has(kind) && subs.length > 0) throw badQuery(`[${where}] cannot hold sub-aggregations`);
   const answer = make(objectAt(body, where), { ctx, subs, where });
@@ -679,7 +679,7 @@ const dateHistogram: Builder = (body, b) => {
     body.format === undefined ? DEFAULT_DATE_FORMAT : parseFormat(stringAt(body.format, `${b.where}.format`));
   if (!format) throw badQuery(`[${b.where}.format] is not supported`);
   const offset = body.offset === undefined ? 0 : parseOffset(body.offset, b.where);
-  const unit = CALENDAR[intervalText];
+  const unit = own(CALENDAR, intervalText);
   const fixed = unit ? undefined : parseTimeValue(intervalText);
   if (!unit && !fixed) throw badQuery(`[${b.where}.interval] [${intervalText}] is not a calendar or fixed interval`);
   const size = zone === UTC ? (fixed ?? (unit && FIXED_UNITS[unit])) : undefined;

@@ -1,4 +1,5 @@
 import { LRUCache } from "lru-cache";
+import { own } from "./errors.js";
 /**
  * Dates as Elasticsearch 5.6 reads and writes them: Joda-style formats, the
  * named formats a dashboard uses, date math (`now-1d/d`, `2014-11-18||/M`),
@@ -188,7 +189,7 @@ function single(spec: string): DateFormat | undefined {
     };
   }
   if (spec === "strict_date_optional_time" || spec === "date_optional_time") return optionalTime;
-  const tokens = tokenize(NAMED[spec] ?? spec);
+  const tokens = tokenize(own(NAMED, spec) ?? spec);
   if (!tokens) return undefined;
   return {
     name: spec,

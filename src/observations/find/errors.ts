@@ -7,6 +7,15 @@ export function badQuery(why: string): ApiError {
 
 export type Json = Record<string, unknown>;
 
+/**
+ * `table[key]` for a key the request chose, or undefined: never an inherited
+ * member (`constructor`, `__proto__`, `toString`), which an object literal
+ * would hand back for such a name (`aggs: {"a": {"constructor": {}}}` answered 500).
+ */
+export function own<T>(table: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(table, key) ? table[key] : undefined;
+}
+
 export function isObject(v: unknown): v is Json {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }

@@ -1,3 +1,4 @@
+import { own } from "./errors.js";
 import { DEFAULT_DATE_FORMAT, type DateFormat } from "./dates.js";
 
 /** A stored observation as FIND sees it: the row id and the parsed document. */
@@ -189,7 +190,7 @@ export function parseDistance(v: unknown, defaultUnit = "m"): number | undefined
   if (typeof v !== "string") return undefined;
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(v);
   if (!m) return undefined;
-  const unit = DISTANCE_UNITS[m[2] || defaultUnit];
+  const unit = own(DISTANCE_UNITS, m[2] || defaultUnit);
   return unit === undefined ? undefined : Number(m[1]) * unit;
 }
 
