@@ -35,7 +35,13 @@ function mqttEnv(): Record<string, string> {
 async function connectAs(t: TestDms, thingName: string, password: string): Promise<string> {
   const url = `mqtt://127.0.0.1:${t.dms.services.deviceBridge!.port}`;
   return mqtt
-    .connectAsync(url, { clientId: thingName, username: thingName, password, reconnectPeriod: 0, connectTimeout: 5000 })
+    .connectAsync(url, {
+      clientId: thingName,
+      username: thingName,
+      password,
+      reconnectPeriod: 0,
+      connectTimeout: 60_000,
+    })
     .then(
       async (client) => {
         await client.endAsync(true);
@@ -138,7 +144,7 @@ describe("a restart with 10,000 unchanged things", () => {
     } finally {
       await third.close();
     }
-  });
+  }, 300_000);
 });
 
 describe("device connections through the embedded broker", () => {
@@ -160,7 +166,7 @@ describe("device connections through the embedded broker", () => {
     // The cached right secret still works after the wrong ones, and only for its own thing.
     expect(await connectAs(t, "t2", "dev-pw")).toBe("connected");
     expect(await connectAs(t, "ghost", "dev-pw")).toMatch(/Bad username or password/);
-  });
+  }, 120_000);
 
   it("a secret changed over REST refuses the cached old one at once", async () => {
     expect(await connectAs(t, "e1", "dev-pw")).toBe("connected");
@@ -222,7 +228,7 @@ describe("readiness while a large provisioning file is applied", () => {
     } finally {
       await t.close();
     }
-  });
+  }, 300_000);
 });
 
 describe("bulk things over REST", () => {

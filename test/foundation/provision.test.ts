@@ -87,7 +87,8 @@ describe("the provisioning file applied twice equals once", () => {
     } finally {
       await second.close();
     }
-  });
+    // Two service starts with scrypt-hashed users and secrets, on a shared machine.
+  }, 120_000);
 });
 
 describe("provision() called twice directly", () => {
@@ -125,5 +126,5 @@ describe("provision() called twice directly", () => {
       expect(twice[table], table).toEqual(once[table]);
     }
     target.db.close();
-  });
+  }, 120_000);
 });
