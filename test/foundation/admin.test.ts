@@ -227,6 +227,7 @@ describe("the API description", () => {
       "/admin/thing-types",
       "/admin/thing-types/{id}",
       "/admin/things",
+      "/admin/things/bulk",
       "/admin/things/{thingName}",
       "/admin/users",
       "/admin/users/{userName}",

@@ -129,11 +129,13 @@ export function runFind(
  * thingType that the plan leaves to the store's candidate read are applied
  * here, as that read would.
  */
-export function searchDocs(plan: FindPlan, docs: readonly Doc[], shards: number): Json {
+export function searchDocs(plan: FindPlan, docs: readonly Doc[], shards: number, time?: TimeBudget): Json {
   const started = performance.now();
+  plan.budget.start(time, started);
   const { thingNames, thingTypes } = plan.pushdown;
   const matches: Doc[] = [];
   for (const doc of docs) {
+    plan.budget.tick();
     if (thingTypes && !thingTypes.has(doc.thingType)) continue;
     if (thingNames && !thingNames.has(String(doc.source.thingName))) continue;
     if (!plan.matcher.test(doc)) continue;
