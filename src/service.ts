@@ -9,7 +9,7 @@ import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { BusRelay, EventBus } from "./bus/index.js";
 import type { Config } from "./config/index.js";
 import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
-import { createEngineService, kafkaIngest } from "./engine/index.js";
+import { GroupCommit, createEngineService, kafkaIngest, type DeviceItems } from "./engine/index.js";
 import { createMailer } from "./mail/index.js";
 import { DeviceJobs, JobDocuments, JobScheduler, ThingJobs } from "./jobs/index.js";
 import { migrations } from "./migrations.js";
@@ -216,17 +216,24 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     });
     components.push(services.deviceBridge);
   }
-  // Device observations: to the topic with Kafka, else to this process's engine (none: not taken).
+  // Device observations: to the topic with Kafka, else to this process's engine (none: not taken),
+  // in group commits: what devices publish while one batch is stored goes in the next.
   const engine = services.engine;
-  const takeDevice: ((thingName: string, items: unknown[]) => Promise<unknown>) | undefined = observationsTopic
-    ? (thingName, items) => observationsTopic.produce(thingName, items)
-    : engine && ((_thingName, items) => engine.submit(items, "mqtt"));
-  if (services.deviceBridge && takeDevice) {
-    services.deviceBridge.onObservations((thingName, payload) => {
-      takeDevice(thingName, deviceObservations(thingName, payload)).catch((err: unknown) => {
-        logger.error({ err, thingName }, "device observations not taken");
-      });
+  const takeDevices: ((devices: readonly DeviceItems[]) => Promise<unknown>) | undefined = observationsTopic
+    ? (devices) => observationsTopic.produce(devices)
+    : engine &&
+      ((devices) =>
+        engine.submit(
+          devices.flatMap((d) => d.items),
+          "mqtt",
+        ));
+  if (services.deviceBridge && takeDevices) {
+    const batches = new GroupCommit<DeviceItems>(async (devices) => {
+      await takeDevices(devices);
     });
+    services.deviceBridge.onObservations((thingName, payload) =>
+      batches.add({ thingName, items: deviceObservations(thingName, payload) }),
+    );
   }
   if (config.roles.has("proxy")) {
     services.proxy = createProxy({ ...services, things: registry, authentication: authentication(services) });

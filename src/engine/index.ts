@@ -28,4 +28,5 @@ export {
 export { resourceChecks, type ThingInfo, type ThingResolver } from "./things.js";
 export { createEngineService, engineMigrations, type EngineService } from "./service.js";
 export { KafkaObservationSource, type KafkaSourceOptions } from "./sources/kafka.js";
-export { kafkaIngest, type KafkaIngest } from "./sources/kafka-ingest.js";
+export { kafkaIngest, type KafkaIngest, type DeviceItems } from "./sources/kafka-ingest.js";
+export { GroupCommit, type GroupCommitOptions } from "./sources/group-commit.js";

@@ -2,6 +2,12 @@ import { topicProducer } from "../../kafka/index.js";
 import type { Logger } from "../../observability/index.js";
 import type { ObservationIngest } from "../ingest.js";
 
+/** What one device published: its thingName (from the topic) and the items of the payload. */
+export interface DeviceItems {
+  thingName: string;
+  items: readonly unknown[];
+}
+
 /** The observations topic as a way in from inside the service, when Kafka is on. */
 export interface KafkaIngest {
   /**
@@ -11,11 +17,12 @@ export interface KafkaIngest {
    */
   ingest: ObservationIngest;
   /**
-   * The MQTT bridge: one device's items (parsed observations, or the raw bytes
-   * that were not JSON) keyed by its thingName. Bytes go as they are, so the
-   * engine dead-letters them with the reason; anything else goes as JSON.
+   * The MQTT bridge: a group commit of devices' items (parsed observations, or
+   * the raw bytes that were not JSON), each keyed by its device's thingName, in
+   * one produce request where they fit. Bytes go as they are, so the engine
+   * dead-letters them with the reason; anything else goes as JSON.
    */
-  produce(thingName: string, items: readonly unknown[]): Promise<void>;
+  produce(devices: readonly DeviceItems[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -24,9 +31,11 @@ export function kafkaIngest(brokers: string, topic: string, logger: Logger): Kaf
   const producer = topicProducer({ brokers, topic, clientId: "dms-ingest", logger, what: "observations" });
   return {
     ingest: (observations) => producer.send(observations.map((o) => ({ key: o.thingName, value: JSON.stringify(o) }))),
-    produce: (thingName, items) =>
+    produce: (devices) =>
       producer.send(
-        items.map((item) => ({ key: thingName, value: Buffer.isBuffer(item) ? item : JSON.stringify(item) })),
+        devices.flatMap(({ thingName, items }) =>
+          items.map((item) => ({ key: thingName, value: Buffer.isBuffer(item) ? item : JSON.stringify(item) })),
+        ),
       ),
     close: () => producer.close(),
   };
