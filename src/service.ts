@@ -7,7 +7,7 @@ import { Outbox, realTimers, type Timers } from "./actions/index.js";
 import { authentication, createApp, routeModules, type Api, type Services } from "./api/index.js";
 import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { BusRelay, EventBus } from "./bus/index.js";
-import type { Config } from "./config/index.js";
+import { topicLayout, type Config } from "./config/index.js";
 import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
 import { GroupCommit, createEngineService, kafkaIngest, type DeviceItems } from "./engine/index.js";
 import { createMailer } from "./mail/index.js";
@@ -22,7 +22,8 @@ import { Files, LocalFileStore } from "./files/index.js";
 import { ObservationReader, ObservationStore, createExports } from "./observations/index.js";
 import { SearchIndex } from "./search/index.js";
 import { UrlSigner, signingKey } from "./signing/index.js";
-import { openDatabase, startCheckpointer } from "./store/index.js";
+import { RetentionSweeper, openDatabase, startCheckpointer } from "./store/index.js";
+import { retentionTargets } from "./retention.js";
 import {
   CredentialsBusyError,
   DeviceCredentials,
@@ -94,12 +95,12 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const ruleStore = new RuleStore(db, bus, config.ruleIdPrefix);
   const events = new EventStore(db, clock);
   const publisher = config.KAFKA_BROKERS
-    ? kafkaPublisher(config.KAFKA_BROKERS, config.KAFKA_EVENTS_TOPIC, logger)
+    ? kafkaPublisher(config.KAFKA_BROKERS, config.KAFKA_EVENTS_TOPIC, topicLayout(config), logger)
     : noPublisher;
   // With Kafka, SET_RESOURCE and device observations go to the observations topic from every process,
   // so the engine process owning the thing's partition evaluates them.
   const observationsTopic = config.KAFKA_BROKERS
-    ? kafkaIngest(config.KAFKA_BROKERS, config.KAFKA_OBSERVATIONS_TOPIC, logger)
+    ? kafkaIngest(config.KAFKA_BROKERS, config.KAFKA_OBSERVATIONS_TOPIC, topicLayout(config), logger)
     : undefined;
   // `ingest` is read at delivery time: the topic's producer, or the engine's once it runs.
   const ingest = () => services.ingest;
@@ -170,7 +171,17 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   if (observationsTopic) {
     components.unshift({ name: "observations-producer", start: async () => {}, stop: () => observationsTopic.close() });
   }
-  if (config.roles.has("scheduler")) components.push(exports.scheduler);
+  if (config.roles.has("scheduler")) {
+    components.push(exports.scheduler);
+    services.retention = new RetentionSweeper({
+      db,
+      targets: retentionTargets(config),
+      clock,
+      logger,
+      registry: metrics.registry,
+    });
+    components.push(services.retention);
+  }
   if (config.roles.has("actions")) {
     components.push({
       name: "actions",
