@@ -1,7 +1,6 @@
-import type { Statement } from "better-sqlite3";
+import type { Database, Statement } from "better-sqlite3";
 import { Counter, type Registry } from "prom-client";
 import type { Logger } from "../observability/index.js";
-import type { Db } from "./index.js";
 
 /** One kind of row that ages out: which table, and how to find the rows older than a cutoff. */
 export interface RetentionTarget {
@@ -20,7 +19,7 @@ export interface RetentionTarget {
 }
 
 export interface RetentionOptions {
-  db: Db;
+  db: Database;
   targets: readonly RetentionTarget[];
   clock: () => number;
   logger: Logger;
