@@ -281,9 +281,11 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     }
     if (config.DMS_PROVISION && provisioning) {
       provisioning.waiting(`reading ${config.DMS_PROVISION}`);
-      const summary = await provisionFromFile(config.DMS_PROVISION, services, ({ thingsDone, thingsTotal }) =>
-        provisioning.waiting(`things ${thingsDone} of ${thingsTotal} applied`),
-      );
+      const summary = await provisionFromFile(config.DMS_PROVISION, services, ({ thingsDone, thingsTotal }) => {
+        metrics.provisioning.set({ state: "applied" }, thingsDone);
+        metrics.provisioning.set({ state: "total" }, thingsTotal);
+        provisioning.waiting(`things ${thingsDone} of ${thingsTotal} applied`);
+      });
       provisioning.ready();
       logger.info({ file: config.DMS_PROVISION, ...summary, secretHashes: credentials.work }, "provisioning applied");
     }

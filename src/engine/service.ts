@@ -54,7 +54,12 @@ export function createEngineService(deps: EngineDeps): EngineService {
   const { config, db, logger, bus, registry } = deps;
   const deadLetters = new DeadLetterStore(db);
   let ruleCount = (): number => 0;
-  const counters = engineMetrics(deps.metrics, () => ruleCount());
+  const countDeadLetters = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM engine_dead_letters");
+  const counters = engineMetrics(
+    deps.metrics,
+    () => ruleCount(),
+    () => countDeadLetters.get()!.n,
+  );
   const checksByType = new Map<string, ThingInfo["checks"]>();
 
   const resolveThing = (thingName: string): ThingInfo | undefined => {
@@ -203,7 +208,7 @@ function wireDecoder(host: string): (value: Buffer) => Promise<unknown> {
   return (value) => registry.decode(value) as Promise<unknown>;
 }
 
-function engineMetrics(metrics: Metrics, ruleCount: () => number) {
+function engineMetrics(metrics: Metrics, ruleCount: () => number, deadLetterCount: () => number) {
   const registers = [metrics.registry];
   return {
     observations: new Counter({
@@ -216,6 +221,14 @@ function engineMetrics(metrics: Metrics, ruleCount: () => number) {
       help: "Messages the engine could not evaluate, by reason",
       labelNames: ["reason"],
       registers,
+    }),
+    storedDeadLetters: new Gauge({
+      name: "dms_engine_dead_letters",
+      help: "Dead letters kept in the store (bounded by DMS_DEAD_LETTER_RETENTION)",
+      registers,
+      collect() {
+        this.set(deadLetterCount());
+      },
     }),
     triggered: new Counter({
       name: "dms_engine_rules_triggered_total",

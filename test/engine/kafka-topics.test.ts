@@ -60,6 +60,10 @@ describe("Kafka topics dms uses", () => {
     const ts = Date.now();
     await produce(brokers, topic, [observation("t1", ts)]);
     await until(() => stored(t!, ts) === 1, 30_000, "the observation stored");
+    // Caught up on the partition it read: lag 0 there, reported per partition.
+    const metrics = await (await fetch(`${t.url}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(`dms_kafka_consumer_lag\\{topic="${topic}",partition="\\d"\\} 0`));
+    expect(metrics).toMatch(new RegExp(`dms_ingest_observations_total\\{source="kafka:${topic}"\\} 1`));
     await t.close();
     t = undefined;
   }, 120_000);

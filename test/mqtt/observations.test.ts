@@ -132,3 +132,19 @@ describe("QoS 1 device observations (group commit)", () => {
     await device.endAsync();
   });
 });
+
+describe("/metrics", () => {
+  it("shows ingest per source, the outbox backlog, dead letters, MQTT connections and provisioning", async () => {
+    const text = await (await fetch(`${t.url}/metrics`)).text();
+    // The earlier tests' device observations, handed to the engine by the MQTT source.
+    expect(text).toMatch(/dms_ingest_observations_total\{source="mqtt"\} [1-9]/);
+    expect(text).toMatch(/dms_actions_outbox_depth \d+/);
+    expect(text).toMatch(/dms_actions_outbox_oldest_pending_seconds \d/);
+    expect(text).toMatch(/dms_actions_dead_letters \d+/);
+    expect(text).toMatch(/dms_engine_dead_letters [1-9]/);
+    expect(text).toMatch(/dms_mqtt_connected_devices \d+/);
+    // BASE_PROVISION's 3 things, all applied.
+    expect(text).toContain('dms_provisioning_things{state="total"} 3');
+    expect(text).toContain('dms_provisioning_things{state="applied"} 3');
+  });
+});
