@@ -8,7 +8,7 @@ import { Outbox, realTimers, type Timers } from "./actions/index.js";
 import { authentication, createApp, routeModules, type Api, type Services } from "./api/index.js";
 import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { BusRelay, EventBus } from "./bus/index.js";
-import type { Config } from "./config/index.js";
+import { topicLayout, type Config } from "./config/index.js";
 import { answerMalformedRequests } from "./errors/index.js";
 import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
 import {
@@ -16,7 +16,9 @@ import {
   DeadLetterStore,
   decodeDevicePayload,
   deviceIngest,
+  GroupCommit,
   kafkaIngest,
+  type Ingested,
 } from "./engine/index.js";
 import { createMailer } from "./mail/index.js";
 import { DeviceJobs, JobDocuments, JobScheduler, ThingJobs } from "./jobs/index.js";
@@ -30,7 +32,8 @@ import { Files, LocalFileStore } from "./files/index.js";
 import { ObservationReader, ObservationStore, createExports, createFindRunner } from "./observations/index.js";
 import { SearchIndex } from "./search/index.js";
 import { UrlSigner, signingKey } from "./signing/index.js";
-import { openDatabase, startCheckpointer } from "./store/index.js";
+import { RetentionSweeper, openDatabase, startCheckpointer } from "./store/index.js";
+import { retentionTargets } from "./retention.js";
 import {
   CredentialsBusyError,
   DeviceCredentials,
@@ -102,12 +105,12 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const ruleStore = new RuleStore(db, bus, config.ruleIdPrefix);
   const events = new EventStore(db, clock);
   const publisher = config.KAFKA_BROKERS
-    ? kafkaPublisher(config.KAFKA_BROKERS, config.KAFKA_EVENTS_TOPIC, logger)
+    ? kafkaPublisher(config.KAFKA_BROKERS, config.KAFKA_EVENTS_TOPIC, topicLayout(config), logger)
     : noPublisher;
   // With Kafka, SET_RESOURCE and device observations go to the observations topic from every process,
   // so the engine process owning the thing's partition evaluates them.
   const observationsTopic = config.KAFKA_BROKERS
-    ? kafkaIngest(config.KAFKA_BROKERS, config.KAFKA_OBSERVATIONS_TOPIC, logger)
+    ? kafkaIngest(config.KAFKA_BROKERS, config.KAFKA_OBSERVATIONS_TOPIC, topicLayout(config), logger)
     : undefined;
   // `ingest` is read at delivery time: the topic's producer, or the engine's once it runs.
   const ingest = () => services.ingest;
@@ -185,7 +188,17 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   if (observationsTopic) {
     components.unshift({ name: "observations-producer", start: async () => {}, stop: () => observationsTopic.close() });
   }
-  if (config.roles.has("scheduler")) components.push(exports.scheduler);
+  if (config.roles.has("scheduler")) {
+    components.push(exports.scheduler);
+    services.retention = new RetentionSweeper({
+      db,
+      targets: retentionTargets(config),
+      clock,
+      logger,
+      registry: metrics.registry,
+    });
+    components.push(services.retention);
+  }
   if (config.roles.has("actions")) {
     components.push({
       name: "actions",
@@ -242,11 +255,14 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     clock,
   });
   if (services.deviceBridge && takeDevice) {
-    services.deviceBridge.onObservations((thingName, payload) => {
-      takeDevice(decodeDevicePayload(thingName, payload, { source: "mqtt" })).catch((err: unknown) => {
-        logger.error({ err, thingName }, "device observations not taken");
-      });
+    // In group commits: what devices publish while one batch is stored goes in the next, and the
+    // bridge sends each QoS 1 PUBACK only once the commit holding its message resolved.
+    const batches = new GroupCommit<readonly Ingested[]>(async (devices) => {
+      await takeDevice(devices.flat());
     });
+    services.deviceBridge.onObservations((thingName, payload) =>
+      batches.add(decodeDevicePayload(thingName, payload, { source: "mqtt" })),
+    );
   }
   if (config.roles.has("proxy")) {
     services.proxy = createProxy({ ...services, things: registry, authentication: authentication(services) });
@@ -284,9 +300,11 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     }
     if (config.DMS_PROVISION && provisioning) {
       provisioning.waiting(`reading ${config.DMS_PROVISION}`);
-      const summary = await provisionFromFile(config.DMS_PROVISION, services, ({ thingsDone, thingsTotal }) =>
-        provisioning.waiting(`things ${thingsDone} of ${thingsTotal} applied`),
-      );
+      const summary = await provisionFromFile(config.DMS_PROVISION, services, ({ thingsDone, thingsTotal }) => {
+        metrics.provisioning.set({ state: "applied" }, thingsDone);
+        metrics.provisioning.set({ state: "total" }, thingsTotal);
+        provisioning.waiting(`things ${thingsDone} of ${thingsTotal} applied`);
+      });
       provisioning.ready();
       logger.info({ file: config.DMS_PROVISION, ...summary, secretHashes: credentials.work }, "provisioning applied");
     }

@@ -1,5 +1,5 @@
 import { LRUCache } from "lru-cache";
-import { Counter, Histogram, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { Logger } from "../observability/index.js";
 import type { ActionType } from "../rule-model/index.js";
 import type { Db } from "../store/index.js";
@@ -134,6 +134,52 @@ export class Outbox implements ActionSink {
         labelNames: ["type"],
         buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 300],
         registers: [options.registry],
+      }),
+      ...this.backlogGauges(options.registry),
+    };
+  }
+
+  /**
+   * The outbox's backlog as `/metrics` reads it, counted when scraped (the status index answers):
+   * deliveries waiting or under way, how long the oldest has waited, and the dead letters.
+   */
+  private backlogGauges(registry: Registry) {
+    const count = (where: string) => {
+      const stmt = this.db.prepare<[], { n: number }>(`SELECT count(*) AS n FROM action_outbox WHERE ${where}`);
+      return () => stmt.get()!.n;
+    };
+    const waiting = count("status IN ('pending', 'delivering')");
+    const dead = count("status = 'dead'");
+    const oldest = this.db.prepare<[], { at: number | null }>(
+      "SELECT min(created_at) AS at FROM action_outbox WHERE status IN ('pending', 'delivering')",
+    );
+    const timers = this.timers;
+    const registers = [registry];
+    return {
+      depth: new Gauge({
+        name: "dms_actions_outbox_depth",
+        help: "Deliveries pending or under way in the outbox",
+        registers,
+        collect() {
+          this.set(waiting());
+        },
+      }),
+      oldest: new Gauge({
+        name: "dms_actions_outbox_oldest_pending_seconds",
+        help: "How long the oldest pending delivery has waited since its rule triggered (0: none)",
+        registers,
+        collect() {
+          const at = oldest.get()!.at;
+          this.set(at === null ? 0 : Math.max(0, (timers.now() - at) / 1000));
+        },
+      }),
+      deadLetters: new Gauge({
+        name: "dms_actions_dead_letters",
+        help: "Deliveries that gave up (the outbox's dead letters)",
+        registers,
+        collect() {
+          this.set(dead());
+        },
       }),
     };
   }

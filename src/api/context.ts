@@ -15,7 +15,7 @@ import type { Files } from "../files/index.js";
 import type { SearchIndex } from "../search/index.js";
 import type { UrlSigner } from "../signing/index.js";
 import type { RuleStore, RulesService } from "../rules/index.js";
-import type { Db } from "../store/index.js";
+import type { Db, RetentionSweeper } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
 import type { Readiness } from "../readiness/index.js";
 
@@ -65,6 +65,8 @@ export interface Services {
   jobs?: ThingJobs;
   /** Runs the jobs' timers when this process has the `scheduler` role. */
   jobScheduler?: JobScheduler;
+  /** Deletes what is older than the `DMS_*_RETENTION` windows, when this process has the `scheduler` role. */
+  retention?: RetentionSweeper;
   /** The device MQTT bridge when this process has the `mqtt` role. */
   deviceBridge?: DeviceBridge;
   /** What the service waits for before it takes traffic (`GET /readyz`); parts register conditions. */

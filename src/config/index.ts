@@ -23,6 +23,15 @@ const portRange = z
   })
   .refine((r) => r.first >= 1 && r.last <= 65535 && r.first <= r.last, "expected 1 <= first <= last <= 65535");
 
+const DURATION_UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+/** A retention window such as `30d`, `12h`, `90m` (milliseconds), or `unbounded` (undefined: keep forever). */
+const retention = z
+  .string()
+  .regex(/^(unbounded|\d+[smhdw])$/, "expected a duration such as 30d, 12h, 90m, 3600s, 2w, or unbounded")
+  .transform((v) => (v === "unbounded" ? undefined : Number(v.slice(0, -1)) * DURATION_UNITS[v.slice(-1)]!))
+  .refine((ms) => ms === undefined || ms > 0, "expected a window longer than 0")
+  .optional();
+
 const schema = z.object({
   DMS_HTTP_PORT: port.default(8080),
   DMS_HTTP_HOST: z.string().min(1).default("0.0.0.0"),
@@ -57,6 +66,8 @@ const schema = z.object({
   KAFKA_OBSERVATIONS_TOPIC: z.string().min(1).default("dms.observations"),
   KAFKA_EVENTS_TOPIC: z.string().min(1).default("dms.events"),
   KAFKA_GROUP_ID: z.string().min(1).default("dms-engine"),
+  KAFKA_TOPIC_PARTITIONS: z.coerce.number().int().min(1).max(10_000).default(6),
+  KAFKA_TOPIC_REPLICATION: z.coerce.number().int().min(1).max(100).default(1),
   SCHEMA_REGISTRY_URL: optionalUrl,
   MQTT_URL: optionalUrl,
   DMS_MQTT_PORT: port.default(1884),
@@ -72,6 +83,10 @@ const schema = z.object({
   DMS_PROXY_DEVICE_PORT: port.default(7000),
   DMS_PROXY_PORTS: portRange.default({ first: 40000, last: 40999 }),
   DMS_PROXY_HOST: z.string().min(1).default("localhost"),
+  DMS_OBSERVATION_RETENTION: retention,
+  DMS_DEAD_LETTER_RETENTION: retention,
+  DMS_EVENT_RETENTION: retention,
+  DMS_JOB_EXECUTION_RETENTION: retention,
   DMS_ROLES: z
     .string()
     .default(ROLES.join(","))
@@ -121,4 +136,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 /** A random secret, for keys the operator did not set. */
 export function randomSecret(): string {
   return randomBytes(32).toString("base64url");
+}
+
+/** How dms creates a Kafka topic it uses when the cluster lacks it. */
+export function topicLayout(config: Config): { partitions: number; replication: number } {
+  return { partitions: config.KAFKA_TOPIC_PARTITIONS, replication: config.KAFKA_TOPIC_REPLICATION };
 }

@@ -46,3 +46,4 @@ export { createEngineService, engineMigrations, type EngineService } from "./ser
 export { KafkaObservationSource, type KafkaSourceOptions } from "./sources/kafka.js";
 export { kafkaIngest, type KafkaIngest } from "./sources/kafka-ingest.js";
 export { deviceIngest, type DeviceIngestOptions } from "./sources/device.js";
+export { GroupCommit, type GroupCommitOptions } from "./sources/group-commit.js";

@@ -2,9 +2,11 @@ import { SchemaRegistry } from "@kafkajs/confluent-schema-registry";
 import { Counter, Gauge, Histogram } from "prom-client";
 import type { ActionSink } from "./sink.js";
 import type { EventBus } from "../bus/index.js";
-import type { Config } from "../config/index.js";
+import { topicLayout, type Config } from "../config/index.js";
+import { ensureTopics, retryWithBackoff } from "../kafka/index.js";
 import type { ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
+import type { Readiness, ReadinessCondition } from "../readiness/index.js";
 import type { Rule } from "../rule-model/index.js";
 import type { Db, Migration } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
@@ -24,6 +26,8 @@ export interface EngineDeps {
   db: Db;
   logger: Logger;
   metrics: Metrics;
+  /** The Kafka consumer declares itself here: not ready until it has joined its group. */
+  readiness: Readiness;
   bus: EventBus;
   registry: ThingRegistry;
   /** `path` of a domain, `root/<sub>/...`: a thing's rules are those filtered on its domain or above. */
@@ -53,7 +57,12 @@ export function createEngineService(deps: EngineDeps): EngineService {
   const { config, db, logger, bus, registry } = deps;
   const deadLetters = new DeadLetterStore(db);
   let ruleCount = (): number => 0;
-  const counters = engineMetrics(deps.metrics, () => ruleCount());
+  const countDeadLetters = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM engine_dead_letters");
+  const counters = engineMetrics(
+    deps.metrics,
+    () => ruleCount(),
+    () => countDeadLetters.get()!.n,
+  );
   const checksByType = new Map<string, ThingInfo["checks"]>();
 
   const resolveThing = (thingName: string): ThingInfo | undefined => {
@@ -93,7 +102,10 @@ export function createEngineService(deps: EngineDeps): EngineService {
   const timed = async (batch: readonly Ingested[]): Promise<BatchResult> => {
     const end = counters.batch.startTimer();
     try {
-      return await engine.handle(batch);
+      const result = await engine.handle(batch);
+      // A source hands over batches of its own: the first item names it.
+      counters.ingested.inc({ source: batch[0]?.position.source ?? "none" }, batch.length);
+      return result;
     } finally {
       end();
     }
@@ -101,6 +113,54 @@ export function createEngineService(deps: EngineDeps): EngineService {
 
   const unsubscribe: (() => void)[] = [];
   let kafka: ObservationSource | undefined;
+  let stopping = false;
+  let consuming: Promise<unknown> | undefined;
+  let kafkaReady: ReadinessCondition | undefined;
+
+  /**
+   * Creates the topic when missing, joins the group and consumes; while the brokers cannot be
+   * reached (or the topic has no leader yet) it tries again with backoff, in the background:
+   * the rest of the service runs meanwhile, and `/readyz` says what the consumer waits for.
+   */
+  const startKafka = (brokers: string): void => {
+    const topic = config.KAFKA_OBSERVATIONS_TOPIC;
+    kafkaReady ??= deps.readiness.register(`kafka:${topic}`, `connecting to ${brokers}`);
+    const condition = kafkaReady;
+    condition.waiting(`connecting to ${brokers}`);
+    const setReady = (ready: boolean, detail: string): void => (ready ? condition.ready() : condition.waiting(detail));
+    const source = new KafkaObservationSource({
+      brokers: brokers.split(","),
+      topic,
+      groupId: config.KAFKA_GROUP_ID,
+      logger,
+      // Engines sharing this data directory hand things over through the state table.
+      onRebalance: () => {
+        setReady(true, "consuming");
+        counters.lag.reset();
+        engine.resync().catch((err: unknown) => logger.error({ err }, "engine state not re-read after a rebalance"));
+      },
+      onCrash: (err, restart) =>
+        setReady(false, `consumer crashed (${err.message}); ${restart ? "restarting" : "not restarting"}`),
+      onLag: (partition, lag) => counters.lag.set({ topic, partition: String(partition) }, lag),
+    });
+    kafka = source;
+    consuming = retryWithBackoff(
+      async () => {
+        await ensureTopics(brokers, [topic], topicLayout(config), logger);
+        setReady(false, "joining the consumer group");
+        await source.start(async (batch) => {
+          await timed(wire ? await decodeWireMessages(batch, wire) : decodeMessages(batch));
+        });
+      },
+      {
+        logger,
+        what: `kafka source ${topic}`,
+        stopped: () => stopping,
+        onFailure: (err, attempt, next) =>
+          setReady(false, `attempt ${attempt} failed (${(err as Error).message}); next in ${next} ms`),
+      },
+    );
+  };
 
   return {
     engine,
@@ -130,26 +190,17 @@ export function createEngineService(deps: EngineDeps): EngineService {
         }),
         bus.follow("domain.changed", () => engine.forgetThing()),
       );
-      if (config.KAFKA_BROKERS) {
-        kafka = new KafkaObservationSource({
-          brokers: config.KAFKA_BROKERS.split(","),
-          topic: config.KAFKA_OBSERVATIONS_TOPIC,
-          groupId: config.KAFKA_GROUP_ID,
-          logger,
-          // Engines sharing this data directory hand things over through the state table.
-          onRebalance: () => {
-            engine
-              .resync()
-              .catch((err: unknown) => logger.error({ err }, "engine state not re-read after a rebalance"));
-          },
-        });
-        await kafka.start(async (batch) => {
-          await timed(wire ? await decodeWireMessages(batch, wire) : decodeMessages(batch));
-        });
-      }
+      stopping = false;
+      if (config.KAFKA_BROKERS) startKafka(config.KAFKA_BROKERS);
     },
     async stop() {
+      stopping = true;
+      // Disconnecting ends a start under way (it fails and is not retried); a start that got through
+      // meanwhile is stopped by the second call.
       await kafka?.stop();
+      await consuming;
+      await kafka?.stop();
+      kafkaReady?.waiting("stopped");
       for (const off of unsubscribe.splice(0)) off();
     },
   };
@@ -160,7 +211,7 @@ function wireDecoder(host: string): WireDecoder {
   return (value) => registry.decode(value) as Promise<unknown>;
 }
 
-function engineMetrics(metrics: Metrics, ruleCount: () => number) {
+function engineMetrics(metrics: Metrics, ruleCount: () => number, deadLetterCount: () => number) {
   const registers = [metrics.registry];
   return {
     observations: new Counter({
@@ -174,6 +225,14 @@ function engineMetrics(metrics: Metrics, ruleCount: () => number) {
       labelNames: ["reason"],
       registers,
     }),
+    storedDeadLetters: new Gauge({
+      name: "dms_engine_dead_letters",
+      help: "Dead letters kept in the store (bounded by DMS_DEAD_LETTER_RETENTION)",
+      registers,
+      collect() {
+        this.set(deadLetterCount());
+      },
+    }),
     triggered: new Counter({
       name: "dms_engine_rules_triggered_total",
       help: "Rule triggerings (each hands the rule's actions to the outbox)",
@@ -186,6 +245,18 @@ function engineMetrics(metrics: Metrics, ruleCount: () => number) {
       collect() {
         this.set(ruleCount());
       },
+    }),
+    ingested: new Counter({
+      name: "dms_ingest_observations_total",
+      help: "Observations handed to the engine, by source (kafka:<topic>, http, mqtt, set-resource)",
+      labelNames: ["source"],
+      registers,
+    }),
+    lag: new Gauge({
+      name: "dms_kafka_consumer_lag",
+      help: "Messages between this engine's position and the partition's high watermark, per partition it owns",
+      labelNames: ["topic", "partition"],
+      registers,
     }),
     batch: new Histogram({
       name: "dms_engine_batch_duration_seconds",

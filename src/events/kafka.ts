@@ -1,4 +1,4 @@
-import { topicProducer } from "../kafka/index.js";
+import { topicProducer, type TopicLayout } from "../kafka/index.js";
 import type { Logger } from "../observability/index.js";
 import type { EventRecord } from "./store.js";
 
@@ -15,8 +15,8 @@ export const noPublisher: EventPublisher = { publish: async () => {}, close: asy
  * stay in order. Connects on first use; a failed produce rejects so the
  * outbox retries the EVENT action (the store keeps the event once).
  */
-export function kafkaPublisher(brokers: string, topic: string, logger: Logger): EventPublisher {
-  const producer = topicProducer({ brokers, topic, clientId: "dms-events", logger, what: "events" });
+export function kafkaPublisher(brokers: string, topic: string, layout: TopicLayout, logger: Logger): EventPublisher {
+  const producer = topicProducer({ brokers, topic, layout, clientId: "dms-events", logger, what: "events" });
   return {
     publish: (event) => producer.send([{ key: event.thingName, value: JSON.stringify(event) }]),
     close: () => producer.close(),

@@ -24,4 +24,9 @@ export const eventsMigrations: Migration[] = [
       CREATE INDEX events_thing_ts ON events(thing_name, ts);
     `,
   },
+  {
+    // Retention (DMS_EVENT_RETENTION) deletes the oldest events first.
+    id: "events-002-ts",
+    up: "CREATE INDEX events_ts ON events(ts);",
+  },
 ];

@@ -2,5 +2,5 @@ export { ThingJobs, MAX_TARGETS, type TargetAccess, type PendingListener } from 
 export { JobDocuments, MAX_DOCUMENT_BYTES, DOCUMENT_PATH_PREFIX, type UploadTicket } from "./documents.js";
 export { DeviceJobs, type DeviceMessage, type DeviceErrorCode } from "./device.js";
 export { JobScheduler } from "./scheduler.js";
-export { jobsMigrations } from "./migrations.js";
+export { jobsMigrations, FINISHED_SQL } from "./migrations.js";
 export * from "./types.js";

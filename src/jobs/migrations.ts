@@ -1,4 +1,8 @@
 import type { Migration } from "../store/index.js";
+import { TERMINAL } from "./types.js";
+
+/** The statuses of a finished execution, as an SQL list: retention's condition and its index's must match. */
+export const FINISHED_SQL = [...TERMINAL].map((s) => `'${s}'`).join(", ");
 
 export const jobsMigrations: Migration[] = [
   {
@@ -67,5 +71,11 @@ export const jobsMigrations: Migration[] = [
       CREATE INDEX job_executions_unreleased ON job_executions(job_id, queued_at) WHERE released = 0;
       CREATE INDEX job_executions_timeout ON job_executions(timeout_at) WHERE timeout_at IS NOT NULL;
     `,
+  },
+  {
+    // Retention (DMS_JOB_EXECUTION_RETENTION) deletes finished executions, the longest finished first.
+    id: "jobs-002-finished-executions",
+    up: `CREATE INDEX job_executions_finished ON job_executions(last_updated_at)
+           WHERE status IN (${FINISHED_SQL});`,
   },
 ];

@@ -1,1 +1,2 @@
 export { topicProducer, type TopicProducer, type TopicProducerOptions } from "./producer.js";
+export { ensureTopics, retryWithBackoff, DEFAULT_TOPIC_LAYOUT, type TopicLayout, type RetryOptions } from "./topics.js";

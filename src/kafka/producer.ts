@@ -1,5 +1,6 @@
 import { Kafka, Partitioners, logLevel, type Message, type Producer } from "kafkajs";
 import type { Logger } from "../observability/index.js";
+import { ensureTopics, type TopicLayout } from "./topics.js";
 
 export interface TopicProducerOptions {
   /** Bootstrap servers, comma-separated (`KAFKA_BROKERS`). */
@@ -9,6 +10,8 @@ export interface TopicProducerOptions {
   logger: Logger;
   /** What the producer carries, for the log line ("events", "observations"). */
   what: string;
+  /** Creates the topic this way when it is missing, before the first send. */
+  layout: TopicLayout;
 }
 
 /** One topic's producer, shared by the events publisher and the observations ingest. */
@@ -54,8 +57,11 @@ export function topicProducer(options: TopicProducerOptions): TopicProducer {
     if (closed) return Promise.reject(new Error(`${what} producer is closed`));
     if (connecting) return connecting;
     const attempt = (async () => {
+      // Made here when missing, with the configured partitions and replication, rather than left
+      // to the broker's auto-creation (often off in production, and with the broker's defaults).
+      await ensureTopics(options.brokers, [topic], options.layout, logger);
       const p = kafka.producer({
-        allowAutoTopicCreation: true,
+        allowAutoTopicCreation: false,
         idempotent: true,
         maxInFlightRequests: 1,
         createPartitioner: Partitioners.DefaultPartitioner,

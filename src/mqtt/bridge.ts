@@ -18,7 +18,13 @@ export interface DeviceJobsEndpoint {
   onPendingChanged(listener: (thingNames: ReadonlySet<string>) => void): () => void;
 }
 
-export type ObservationHandler = (thingName: string, payload: Buffer) => void;
+/**
+ * Takes one device publish on `things/{thingName}/observations`; resolves once
+ * it is durably accepted (stored and evaluated, or acknowledged by Kafka). The
+ * embedded broker sends a QoS 1 PUBACK only then; a rejection drops the
+ * device's connection unacknowledged, so the device publishes it again.
+ */
+export type ObservationHandler = (thingName: string, payload: Buffer) => Promise<void>;
 
 export interface DeviceBridgeOptions {
   /** External broker; unset: the embedded aedes broker listens on `port`. */
@@ -174,8 +180,11 @@ export class DeviceBridge {
     if (parts[0] !== "things" || parts.length < 3 || !parts[1]) return;
     const thingName = parts[1];
     if (parts[2] === "observations" && parts.length === 3) {
-      this.received.inc({ kind: "observation" });
-      this.observations?.(thingName, payload);
+      // From the external broker only (the embedded one takes them before its PUBACK): the bridge
+      // subscribes at QoS 0 there, so nobody waits for the outcome but the log.
+      this.take(thingName, payload)?.catch((err: unknown) => {
+        this.options.logger.error({ err, thingName }, "device observations not taken");
+      });
       return;
     }
     if (parts[2] !== "jobs" || parts.length < 4 || REPLY.test(topic)) return;
@@ -185,6 +194,13 @@ export class DeviceBridge {
     } catch (err) {
       this.options.logger.error({ err, topic }, "device jobs request failed");
     }
+  }
+
+  /** Hands one device publish to the observation handler; undefined when this process takes none. */
+  private take(thingName: string, payload: Buffer): Promise<void> | undefined {
+    if (!this.observations) return undefined;
+    this.received.inc({ kind: "observation" });
+    return this.observations(thingName, payload);
   }
 
   private async listenEmbedded(): Promise<void> {
@@ -203,8 +219,22 @@ export class DeviceBridge {
         );
       },
       authorizePublish: (client, packet, done) => {
-        if (client && ownTopic(client.id, packet.topic) && !REPLY.test(packet.topic)) return done(null);
-        done(new Error(`${client?.id ?? "?"} may not publish on ${packet.topic}`));
+        if (!client || !ownTopic(client.id, packet.topic) || REPLY.test(packet.topic)) {
+          return done(new Error(`${client?.id ?? "?"} may not publish on ${packet.topic}`));
+        }
+        // aedes writes a QoS 1 PUBACK right after this callback: an observation is taken here, and
+        // the callback waits until its group commit is durable. The device's next packets wait
+        // with it, which keeps its observations in order and is the backpressure on a fast device.
+        const taken =
+          packet.topic === observationTopic(client.id) ? this.take(client.id, Buffer.from(packet.payload)) : undefined;
+        if (!taken) return done(null);
+        taken.then(
+          () => done(null),
+          (err: unknown) => {
+            this.options.logger.error({ err, thingName: client.id }, "device observations not taken");
+            done(new Error(`observations of ${client.id} not taken`));
+          },
+        );
       },
       authorizeSubscribe: (client, sub, done) => {
         // A refused filter is granted 0x80 (failure) rather than dropping the connection.
@@ -216,7 +246,8 @@ export class DeviceBridge {
       if (this.sessions.get(client.id) === client) this.sessions.delete(client.id);
     });
     broker.on("publish", (packet, client) => {
-      if (!client) return;
+      // Observations were taken while authorizing, before the PUBACK.
+      if (!client || packet.topic === observationTopic(client.id)) return;
       // Answered on a later turn: publishing from inside aedes' delivery chain nests one stack frame
       // chain per queued message, and a burst of thousands overflows the stack.
       const topic = packet.topic;
@@ -271,6 +302,10 @@ export class DeviceBridge {
     // Cached and cheap where the secret allows it (src/things/credentials.ts).
     return (await this.options.verifyThingSecret(username, password.toString("utf8"))) ? 0 : BAD_CREDENTIALS;
   }
+}
+
+function observationTopic(thingName: string): string {
+  return `things/${thingName}/observations`;
 }
 
 function ownTopic(thingName: string, topic: string): boolean {

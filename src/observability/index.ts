@@ -1,10 +1,22 @@
 import { pino, type Logger } from "pino";
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 export type { Logger };
 
-export function createLogger(level: string): Logger {
-  return pino({ level, base: { service: "dms" }, timestamp: pino.stdTimeFunctions.isoTime });
+/**
+ * JSON lines (for log shippers) unless stdout is a terminal, where pino-pretty
+ * makes them readable lines; `pretty` overrides the guess.
+ */
+export function createLogger(level: string, pretty: boolean = process.stdout.isTTY === true): Logger {
+  const options = { level, base: { service: "dms" }, timestamp: pino.stdTimeFunctions.isoTime };
+  if (!pretty) return pino(options);
+  return pino({
+    ...options,
+    transport: {
+      target: "pino-pretty",
+      options: { colorize: true, translateTime: "SYS:HH:MM:ss.l", ignore: "service" },
+    },
+  });
 }
 
 /** The process's metrics; every capability registers its own on `registry`. */
@@ -12,6 +24,8 @@ export interface Metrics {
   registry: Registry;
   httpRequests: Counter<"method" | "route" | "status">;
   httpDuration: Histogram<"method" | "route">;
+  /** Provisioning progress: `state="total"` things in the file, `state="applied"` so far (equal once applied). */
+  provisioning: Gauge<"state">;
 }
 
 export function createMetrics(): Metrics {
@@ -30,6 +44,12 @@ export function createMetrics(): Metrics {
       help: "REST request duration",
       labelNames: ["method", "route"],
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+      registers: [registry],
+    }),
+    provisioning: new Gauge({
+      name: "dms_provisioning_things",
+      help: "Things of the provisioning file: total, and applied so far",
+      labelNames: ["state"],
       registers: [registry],
     }),
   };

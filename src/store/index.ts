@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 
 export type Db = Database.Database;
 export { startCheckpointer, type Checkpointer } from "./checkpointer.js";
+export { RetentionSweeper, type RetentionOptions, type RetentionTarget } from "./retention.js";
 
 /**
  * One schema change. Each capability owns its migrations (ids prefixed by the

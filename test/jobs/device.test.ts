@@ -76,7 +76,9 @@ describe("device connections", () => {
 
   it("hand observations on things/{thingName}/observations to the observation hook", async () => {
     const seen: [string, string][] = [];
-    t.dms.services.deviceBridge!.onObservations((thingName, payload) => seen.push([thingName, payload.toString()]));
+    t.dms.services.deviceBridge!.onObservations(async (thingName, payload) => {
+      seen.push([thingName, payload.toString()]);
+    });
     const d = await connect("d5");
     await d.client.publishAsync("things/d5/observations", JSON.stringify({ state: { temp: 21 } }), { qos: 1 });
     await until(() => seen.length > 0);

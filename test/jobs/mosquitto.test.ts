@@ -59,7 +59,7 @@ describe.skipIf(!available)("the device flow through an external broker (Mosquit
 
   it("hands device observations to the observation hook", async () => {
     const seen: string[] = [];
-    t.dms.services.deviceBridge!.onObservations((name, payload) => {
+    t.dms.services.deviceBridge!.onObservations(async (name, payload) => {
       if (name === thing) seen.push(payload.toString());
     });
     await device.client.publishAsync(`things/${thing}/observations`, '{"state":{"temp":3}}', { qos: 1 });

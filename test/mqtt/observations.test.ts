@@ -2,6 +2,7 @@ import mqtt from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestDms, type TestDms } from "../support/dms.js";
 import { json } from "../support/http.js";
+import { hot } from "../engine/support.js";
 
 let t: TestDms;
 beforeAll(async () => {
@@ -74,5 +75,92 @@ describe("device observations over MQTT", () => {
       .get(timestamp - 1);
     expect(others!.n).toBe(0);
     expect(t.dms.services.engine!.engine.thingState("e1")?.state.power).toBeUndefined();
+  });
+});
+
+describe("QoS 1 device observations (group commit)", () => {
+  const connect = (thingName: string, reconnectPeriod = 0) =>
+    mqtt.connectAsync(`mqtt://127.0.0.1:${t.dms.services.deviceBridge!.port!}`, {
+      clientId: thingName,
+      username: thingName,
+      password: "dev-pw",
+      reconnectPeriod,
+    });
+  const storedAt = (timestamp: number): number =>
+    t.dms.services.db
+      .prepare<[number], { n: number }>("SELECT count(*) AS n FROM observations WHERE ts = ?")
+      .get(timestamp)!.n;
+
+  it("are acknowledged only once stored: every PUBACK finds its observation in the store", async () => {
+    // Each batch triggers the rule and the sink takes its time, as an outbox on a busy disk would:
+    // a PUBACK sent before the commit would reach the device well before the store has the row.
+    t.dms.services.bus.emit("rule.changed", { id: hot.id, rule: hot });
+    t.dms.services.actionSink = {
+      accept: () => new Promise((resolve) => setTimeout(resolve, 50)),
+    };
+    const devices = await Promise.all(["t1", "t2", "e1"].map((name) => connect(name)));
+    const base = Date.now() + 1_000_000;
+    const missingAtAck: number[] = [];
+    // Many in flight per device at once, so the bridge commits them in groups.
+    await Promise.all(
+      devices.flatMap((device, d) =>
+        Array.from({ length: 60 }, async (_, i) => {
+          const timestamp = base + d * 1000 + i;
+          const state = d === 2 ? { power: i } : { temp: 31 + i };
+          await device.publishAsync(
+            `things/${device.options.clientId}/observations`,
+            JSON.stringify({ timestamp, state }),
+            {
+              qos: 1,
+            },
+          );
+          // Checked in the PUBACK's own turn: nothing could have stored it after the acknowledgement.
+          if (storedAt(timestamp) !== 1) missingAtAck.push(timestamp);
+        }),
+      ),
+    );
+    await Promise.all(devices.map((d) => d.endAsync()));
+    expect(missingAtAck).toEqual([]);
+    const n = t.dms.services.db
+      .prepare<[number, number], { n: number }>("SELECT count(*) AS n FROM observations WHERE ts BETWEEN ? AND ?")
+      .get(base, base + 3000)!.n;
+    expect(n).toBe(180);
+    t.dms.services.bus.emit("rule.changed", { id: hot.id, rule: null });
+    t.dms.services.actionSink = undefined;
+  });
+
+  it("are not acknowledged when the store fails, and stored once when the device publishes them again", async () => {
+    const device = await connect("t2", 100);
+    const timestamp = Date.now() + 2_000_000;
+    const db = t.dms.services.db;
+    db.exec("ALTER TABLE observations RENAME TO observations_away");
+    let acked = false;
+    const publish = device
+      .publishAsync("things/t2/observations", JSON.stringify({ timestamp, state: { temp: 7 } }), { qos: 1 })
+      .then(() => (acked = true));
+    // The failed commit drops the connection without a PUBACK.
+    await until(() => (device.connected ? undefined : true));
+    expect(acked).toBe(false);
+    db.exec("ALTER TABLE observations_away RENAME TO observations");
+    // mqtt.js sends the unacknowledged publish again when it reconnects.
+    await publish;
+    expect(storedAt(timestamp)).toBe(1);
+    await device.endAsync();
+  });
+});
+
+describe("/metrics", () => {
+  it("shows ingest per source, the outbox backlog, dead letters, MQTT connections and provisioning", async () => {
+    const text = await (await fetch(`${t.url}/metrics`)).text();
+    // The earlier tests' device observations, handed to the engine by the MQTT source.
+    expect(text).toMatch(/dms_ingest_observations_total\{source="mqtt"\} [1-9]/);
+    expect(text).toMatch(/dms_actions_outbox_depth \d+/);
+    expect(text).toMatch(/dms_actions_outbox_oldest_pending_seconds \d/);
+    expect(text).toMatch(/dms_actions_dead_letters \d+/);
+    expect(text).toMatch(/dms_engine_dead_letters [1-9]/);
+    expect(text).toMatch(/dms_mqtt_connected_devices \d+/);
+    // BASE_PROVISION's 3 things, all applied.
+    expect(text).toContain('dms_provisioning_things{state="total"} 3');
+    expect(text).toContain('dms_provisioning_things{state="applied"} 3');
   });
 });

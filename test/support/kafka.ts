@@ -5,13 +5,13 @@ import { Kafka, logLevel } from "kafkajs";
  * Starts (or reuses) the single-node test broker and returns its bootstrap servers, e.g. "127.0.0.1:9092".
  * Honours the env vars of scripts/kafka.sh (KAFKA_PORT, KAFKA_CONTROLLER_PORT, ...).
  */
-export async function startKafka(): Promise<string> {
-  return runServiceScript("kafka.sh", "start", "KAFKA_BROKERS");
+export async function startKafka(env: Record<string, string> = {}): Promise<string> {
+  return runServiceScript("kafka.sh", "start", "KAFKA_BROKERS", env);
 }
 
-/** Stops the test broker and deletes its state. */
-export async function stopKafka(): Promise<void> {
-  await runServiceScript("kafka.sh", "stop");
+/** Stops the test broker and deletes its state; `env` names a broker of the test's own (never the shared one). */
+export async function stopKafka(env: Record<string, string> = {}): Promise<void> {
+  await runServiceScript("kafka.sh", "stop", undefined, env);
 }
 
 /** Creates a topic (if missing) and waits until every partition has a leader. */

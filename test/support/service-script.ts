@@ -10,13 +10,18 @@ const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
  * Kafka, the schema registry) and, for start, returns the value of the
  * `<variable>=...` line the script prints last.
  */
-export async function runServiceScript(name: string, command: "start" | "stop", variable?: string): Promise<string> {
+export async function runServiceScript(
+  name: string,
+  command: "start" | "stop",
+  variable?: string,
+  env: Record<string, string> = {},
+): Promise<string> {
   const script = fileURLToPath(new URL(`../../scripts/${name}`, import.meta.url));
   let stdout: string;
   try {
     ({ stdout } = await execFileAsync("bash", [script, command], {
       cwd: repoRoot,
-      env: process.env,
+      env: { ...process.env, ...env },
       // The scripts bound their own waits; this is only a backstop.
       timeout: 600_000,
       maxBuffer: 10 * 1024 * 1024,

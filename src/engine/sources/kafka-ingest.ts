@@ -1,4 +1,4 @@
-import { topicProducer } from "../../kafka/index.js";
+import { topicProducer, type TopicLayout } from "../../kafka/index.js";
 import type { Logger } from "../../observability/index.js";
 import type { ObservationIngest } from "../ingest.js";
 
@@ -14,8 +14,8 @@ export interface KafkaIngest {
 }
 
 /** Produces to the observations topic; resolves when the broker acknowledged (acks -1), not when evaluated. */
-export function kafkaIngest(brokers: string, topic: string, logger: Logger): KafkaIngest {
-  const producer = topicProducer({ brokers, topic, clientId: "dms-ingest", logger, what: "observations" });
+export function kafkaIngest(brokers: string, topic: string, layout: TopicLayout, logger: Logger): KafkaIngest {
+  const producer = topicProducer({ brokers, topic, layout, clientId: "dms-ingest", logger, what: "observations" });
   return {
     ingest: (observations) => producer.send(observations.map((o) => ({ key: o.thingName, value: JSON.stringify(o) }))),
     close: () => producer.close(),

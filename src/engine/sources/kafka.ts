@@ -15,6 +15,13 @@ export interface KafkaSourceOptions {
   logger?: Logger;
   /** Called each time the consumer (re)joins its group: its partitions may have changed hands. */
   onRebalance?: () => void;
+  /** The consumer crashed; kafkajs restarts it when the error is retriable (`restart`). */
+  onCrash?: (err: Error, restart: boolean) => void;
+  /**
+   * After each chunk handed over: how far behind the partition's high watermark
+   * the consumer is, in messages (the `/metrics` consumer lag).
+   */
+  onLag?: (partition: number, lag: number) => void;
 }
 
 /**
@@ -44,6 +51,24 @@ export class KafkaObservationSource implements ObservationSource {
       this.options.onRebalance?.();
       this.joined();
     });
+    consumer.on(consumer.events.CRASH, (e) => this.options.onCrash?.(e.payload.error, e.payload.restart));
+    try {
+      await this.consume(consumer, handle, chunkSize);
+    } catch (err) {
+      // A start that failed half-way (connected, topic missing) leaves nothing behind to retry over.
+      this.consumer = undefined;
+      await consumer.disconnect().catch(() => {});
+      throw err;
+    }
+    logger?.info({ topic, groupId }, "kafka source consuming");
+  }
+
+  private async consume(
+    consumer: Consumer,
+    handle: (batch: readonly RawObservation[]) => Promise<void>,
+    chunkSize: number,
+  ): Promise<void> {
+    const { topic, onLag } = this.options;
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: this.options.fromBeginning ?? true });
     const source = this.name;
@@ -52,6 +77,8 @@ export class KafkaObservationSource implements ObservationSource {
       autoCommit: true,
       eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
         const messages = batch.messages;
+        // Reported before handling too, so a consumer stuck on a failing batch shows its lag grow.
+        if (messages.length > 0) onLag?.(batch.partition, Number(batch.highWatermark) - Number(messages[0]!.offset));
         for (let start = 0; start < messages.length; start += chunkSize) {
           if (!isRunning() || isStale()) break;
           const chunk = messages.slice(start, start + chunkSize);
@@ -61,13 +88,14 @@ export class KafkaObservationSource implements ObservationSource {
             position: { source, partition: batch.partition, offset: m.offset },
           }));
           await handle(raws);
-          resolveOffset(chunk[chunk.length - 1]!.offset);
+          const last = chunk[chunk.length - 1]!.offset;
+          resolveOffset(last);
+          onLag?.(batch.partition, Math.max(0, Number(batch.highWatermark) - Number(last) - 1));
           await heartbeat();
         }
         await commitOffsetsIfNecessary();
       },
     });
-    logger?.info({ topic, groupId }, "kafka source consuming");
   }
 
   async stop(): Promise<void> {
