@@ -93,9 +93,14 @@ describe("FIND refuses what would break it, by name (finding 3)", () => {
     const nest = (levels: number): string =>
       '{"bool":{"filter":['.repeat(levels) + JSON.stringify(range) + "]}}".repeat(levels);
     // Written out by hand: JSON.stringify itself recurses once per level.
+    // Past the REST layer's JSON depth (Jackson's 1000): refused before anything parses it.
     const deep = await post(`{"query":{"query":${nest(3000)}}}`);
     expect(deep.status).toBe(400);
-    expectInvalid(await json(deep), "nests deeper than 200 levels");
+    expectInvalid(await json(deep), "nested deeper than 1000 levels");
+    // Within it but past FIND's own JSON depth: refused by FIND's iterative check, before any recursion.
+    const deeper = await post(`{"query":{"query":${nest(300)}}}`);
+    expect(deeper.status).toBe(400);
+    expectInvalid(await json(deeper), "nests deeper than 200 levels");
     const over = await post(`{"query":{"query":${nest(21)}}}`);
     expect(over.status).toBe(400);
     expectInvalid(await json(over), "query clauses nest too deep", "indices.query.bool.max_nested_depth");
@@ -112,7 +117,10 @@ describe("FIND refuses what would break it, by name (finding 3)", () => {
       `{"query":{"size":0,"query":${JSON.stringify(range)},"aggs":${nest(levels)}}}`;
     const deep = await post(body(10_000));
     expect(deep.status).toBe(400);
-    expectInvalid(await json(deep), "nests deeper than 200 levels");
+    expectInvalid(await json(deep), "nested deeper than 1000 levels");
+    const deeper = await post(body(150));
+    expect(deeper.status).toBe(400);
+    expectInvalid(await json(deeper), "nests deeper than 200 levels");
     const over = await post(body(10));
     expect(over.status).toBe(400);
     expectInvalid(await json(over), "aggregations nest too deep", "the limit is 10");
@@ -121,7 +129,8 @@ describe("FIND refuses what would break it, by name (finding 3)", () => {
 
   it("deep JSON where nothing is compiled (an aggregation's meta) is 400, not a stack overflow", async () => {
     let meta: unknown = 1;
-    for (let i = 0; i < 1000; i++) meta = [meta];
+    // 500: within the REST layer's JSON depth (1000), so FIND's own check is the one that answers.
+    for (let i = 0; i < 500; i++) meta = [meta];
     const res = await find({ query: { size: 0, query: range, aggs: { a: { meta, avg: { field: "state.temp" } } } } });
     expect(res.status).toBe(400);
     expectInvalid(await json(res), "nests deeper than");
