@@ -28,7 +28,6 @@ KAFKA_VERSION="${KAFKA_VERSION:-4.3.1}"
 # Kafka's Maven poms bring slf4j-api 1.7 and log4j-core but no slf4j binding (the binary distribution
 # ships one in libs/). Without it every broker log line is dropped; this binding routes them to log4j2.
 LOG4J_VERSION="2.25.4"
-DEPENDENCY_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
 
 KAFKA_PORT="${KAFKA_PORT:-9092}"
 KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-9093}"
@@ -62,47 +61,11 @@ broker_answers() {
 
 # --- jars ----------------------------------------------------------------------------------------
 
-# Resolve kafka_2.13 and its runtime dependencies into the cache with a generated pom. Downloads go to
-# a private temp dir that is renamed into place only when complete, so an interrupted download or two
-# concurrent first starts (different ports) never leave a half-filled cache behind.
+# kafka_2.13 and its runtime dependencies, plus the slf4j binding, into the cache (once).
 ensure_jars() {
-  if [[ -f "$KAFKA_CACHE_DIR/.complete" ]]; then
-    return 0
-  fi
-  command -v mvn >/dev/null || die "mvn not found (needed once to fetch the Kafka jars)"
-  log "fetching Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_CACHE_DIR"
-  mkdir -p "$(dirname "$KAFKA_CACHE_DIR")"
-  local tmp
-  tmp="$(mktemp -d "$(dirname "$KAFKA_CACHE_DIR")/.fetch-$KAFKA_VERSION.XXXXXX")"
-  cat >"$tmp/pom.xml" <<EOF
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>dms</groupId>
-  <artifactId>dms-kafka-jars</artifactId>
-  <version>1</version>
-  <packaging>pom</packaging>
-  <dependencies>
-    <dependency>
-      <groupId>org.apache.kafka</groupId>
-      <artifactId>kafka_2.13</artifactId>
-      <version>$KAFKA_VERSION</version>
-    </dependency>
-    <dependency>
-      <groupId>org.apache.logging.log4j</groupId>
-      <artifactId>log4j-slf4j-impl</artifactId>
-      <version>$LOG4J_VERSION</version>
-    </dependency>
-  </dependencies>
-</project>
-EOF
-  if ! mvn -q -B -f "$tmp/pom.xml" "$DEPENDENCY_PLUGIN:copy-dependencies" \
-    -DincludeScope=runtime -DoutputDirectory="$tmp/libs" >"$tmp/mvn.log" 2>&1; then
-    cat "$tmp/mvn.log" >&2
-    rm -rf "$tmp"
-    die "could not resolve org.apache.kafka:kafka_2.13:$KAFKA_VERSION"
-  fi
-  move_into_cache "$tmp/libs" "$KAFKA_CACHE_DIR" jars
-  rm -rf "$tmp"
+  fetch_maven_jars "$KAFKA_CACHE_DIR" "Kafka $KAFKA_VERSION" \
+    "$(maven_dependency org.apache.kafka kafka_2.13 "$KAFKA_VERSION")
+$(maven_dependency org.apache.logging.log4j log4j-slf4j-impl "$LOG4J_VERSION")"
 }
 
 # --- config --------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-# Process handling shared by scripts/kafka.sh and scripts/schema-registry.sh: each runs one JVM
-# service in the background, tracked by a pid file, started and stopped under a lock.
+# Process and cache handling shared by scripts/kafka.sh, scripts/schema-registry.sh and
+# scripts/opensearch.sh: each runs one JVM service in the background, tracked by a pid file, started
+# and stopped under a lock, from jars fetched once through Maven Central into a cache.
 # Sourced, not run. The sourcing script sets PID_FILE and defines log.
 
 die() {
@@ -42,6 +43,45 @@ move_into_cache() {
   if ! mv -T "$dir" "$cache" 2>/dev/null; then
     [[ -f "$cache/.complete" ]] || die "cannot move $what into $cache"
   fi
+}
+
+# fetch_maven_jars CACHE_DIR WHAT DEPENDENCIES_XML: resolves the <dependency> elements and their
+# runtime dependencies into CACHE_DIR (jars only) with a generated pom and the machine's mvn, unless
+# the cache is already complete. Downloads go to a private temp dir renamed into place only when
+# complete, so an interrupted download or two concurrent first starts never leave a half-filled cache.
+fetch_maven_jars() {
+  local cache="$1" what="$2" dependencies="$3"
+  [[ -f "$cache/.complete" ]] && return 0
+  command -v mvn >/dev/null || die "mvn not found (needed once to fetch the $what jars)"
+  log "fetching the $what jars from Maven Central into $cache"
+  mkdir -p "$(dirname "$cache")"
+  local tmp
+  tmp="$(mktemp -d "$(dirname "$cache")/.fetch.XXXXXX")"
+  cat >"$tmp/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>dms</groupId>
+  <artifactId>dms-service-jars</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+$dependencies
+  </dependencies>
+</project>
+POM
+  if ! mvn -q -B -f "$tmp/pom.xml" "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies" \
+    -DincludeScope=runtime -DoutputDirectory="$tmp/libs" >"$tmp/mvn.log" 2>&1; then
+    cat "$tmp/mvn.log" >&2
+    rm -rf "$tmp"
+    die "could not resolve the $what jars"
+  fi
+  move_into_cache "$tmp/libs" "$cache" "the $what jars"
+  rm -rf "$tmp"
+}
+
+# maven_dependency GROUP ARTIFACT VERSION: one <dependency> element for fetch_maven_jars.
+maven_dependency() {
+  printf '    <dependency><groupId>%s</groupId><artifactId>%s</artifactId><version>%s</version></dependency>\n' "$1" "$2" "$3"
 }
 
 # stop_pid PID TIMEOUT_SECONDS WHAT: TERM, up to TIMEOUT for a clean shutdown, then KILL.

@@ -1,17 +1,25 @@
 /**
  * FIND benchmark: a dashboard query over N observations (default 5,000,000),
  * timed against the same answer from one hand-written SQL query in the same
+ * run, plus the export throughput; then the same observations in a single-node
+ * OpenSearch 2.19 (scripts/opensearch.sh) and the same dashboard queries to
+ * both, interleaved: FIND / OpenSearch latency per query and the indexing rate
+ * of each. Rerun: npx tsx bench/find/index.ts (BENCH_FIND_ROWS=1000000 to scale
+ * down, BENCH_FIND_OPENSEARCH=0 to leave OpenSearch out).
  * run, plus the export throughput, plus the hostile phase (bench/find/hostile.ts):
  * the engine's rate and /healthz latency with and without 4 clients sending
  * the worst FIND requests. Rerun: npx tsx bench/find/index.ts
  * (BENCH_FIND_ROWS=1000000 to scale down, BENCH_FIND_HOSTILE_SECONDS per phase).
  */
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/index.js";
 import { planFind, runFind } from "../../src/observations/index.js";
 import { startDms } from "../../src/service.js";
+import { indexMapping } from "../../test/observations/differential/data.js";
+import { fromOpenSearch, toOpenSearch } from "../../test/observations/differential/engines.js";
 import { writeSection } from "../results.js";
 import { hostilePhases, percentile, worstQueries, type PhaseFigures } from "./hostile.js";
 
@@ -97,15 +105,20 @@ async function main(): Promise<void> {
   const step = (DAYS * DAY) / ROWS;
   let seed = 42;
   const rnd = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  /** The j-th observation; called in order, it draws the same random numbers every run. */
+  const observation = (j: number): { thingName: string; thingType: string; ts: number; doc: string } => {
+    const thingType = THING_TYPES[j % THING_TYPES.length]!;
+    const thingName = `thing-${thingType}-${Math.floor(rnd() * THINGS_PER_TYPE)}`;
+    const ts = START + Math.floor(j * step);
+    const temp = Math.round(rnd() * 4000) / 100 - 5;
+    const doc = `{"thingName":"${thingName}","thingType":"${thingType}","domain":"root","timestamp":${ts},"state":{"temp":${temp},"latlng":"59.9${j % 10},10.7${j % 7}"}}`;
+    return { thingName, thingType, ts, doc };
+  };
   for (let i = 0; i < ROWS; i += BATCH) {
     db.transaction(() => {
       for (let j = i; j < Math.min(ROWS, i + BATCH); j++) {
-        const thingType = THING_TYPES[j % THING_TYPES.length]!;
-        const thingName = `thing-${thingType}-${Math.floor(rnd() * THINGS_PER_TYPE)}`;
-        const ts = START + Math.floor(j * step);
-        const temp = Math.round(rnd() * 4000) / 100 - 5;
-        const doc = `{"thingName":"${thingName}","thingType":"${thingType}","domain":"root","timestamp":${ts},"state":{"temp":${temp},"latlng":"59.9${j % 10},10.7${j % 7}"}}`;
-        insert.run(thingName, thingType, ts, doc);
+        const o = observation(j);
+        insert.run(o.thingName, o.thingType, o.ts, o.doc);
       }
     })();
   }
@@ -213,6 +226,133 @@ async function main(): Promise<void> {
   const findMs = median(findTimes);
   const sqlMs = median(sqlTimes);
 
+  /** Indexes the observations into OpenSearch, runs the dashboard queries on both, and answers the table rows. */
+  async function againstOpenSearch(): Promise<string[]> {
+    const out = execFileSync("bash", [new URL("../../scripts/opensearch.sh", import.meta.url).pathname, "start"], {
+      encoding: "utf8",
+    });
+    const url = /OPENSEARCH_URL=(\S+)/.exec(out)![1]!;
+    const call = async (method: string, path: string, body?: unknown): Promise<Record<string, unknown>> => {
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers: { "content-type": typeof body === "string" ? "application/x-ndjson" : "application/json" },
+        body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+      });
+      return (await res.json()) as Record<string, unknown>;
+    };
+    const indices = THING_TYPES.map((t) => `observations-${t}`);
+    for (const index of indices) {
+      await call("DELETE", `/${index}`);
+      await call("PUT", `/${index}`, {
+        ...indexMapping(["latlng"]),
+        settings: { number_of_shards: 1, number_of_replicas: 0, refresh_interval: "-1" },
+      });
+    }
+    // The same documents from the store, bulk-indexed 10,000 at a time.
+    const rows = db.prepare<[number, number], { id: number; thing_type: string; doc: string }>(
+      "SELECT id, thing_type, doc FROM observations WHERE id > ? ORDER BY id LIMIT ?",
+    );
+    const started = performance.now();
+    for (let after = 0; ;) {
+      const page = rows.all(after, 10_000);
+      if (page.length === 0) break;
+      const lines = page.flatMap((r) => [`{"index":{"_index":"observations-${r.thing_type}","_id":"${r.id}"}}`, r.doc]);
+      const res = await call("POST", "/_bulk", `${lines.join("\n")}\n`);
+      if (res.errors !== false) throw new Error(`bulk indexing failed: ${JSON.stringify(res).slice(0, 300)}`);
+      after = page[page.length - 1]!.id;
+    }
+    await call("POST", "/_refresh");
+    await call("POST", "/_forcemerge?max_num_segments=1");
+    const osIndexSeconds = (performance.now() - started) / 1000;
+    const allDays = { range: { timestamp: { gte: new Date(START).toISOString() } } };
+    const lastWeek = { range: { timestamp: { gte: new Date(START + (DAYS - 7) * DAY).toISOString() } } };
+    const queries: [string, Record<string, unknown>][] = [
+      ["one day, 1h histogram with avg+max, top things (above)", request],
+      [
+        "7 days, terms thingName size 10 ordered by avg temp",
+        {
+          size: 0,
+          query: { bool: { filter: [lastWeek] } },
+          aggs: {
+            t: {
+              terms: { field: "thingName", size: 10, order: { a: "desc" } },
+              aggs: { a: { avg: { field: "state.temp" } } },
+            },
+          },
+        },
+      ],
+      [
+        "30 days, 1d histogram in Europe/Oslo with stats",
+        {
+          size: 0,
+          query: { bool: { filter: [allDays, { term: { thingType: "2" } }] } },
+          aggs: {
+            d: {
+              date_histogram: { field: "timestamp", interval: "day", time_zone: "Europe/Oslo" },
+              aggs: { s: { stats: { field: "state.temp" } } },
+            },
+          },
+        },
+      ],
+      [
+        "last 20 observations of one thing",
+        {
+          size: 20,
+          query: { bool: { filter: [allDays, { term: { thingName: "thing-4-7" } }] } },
+          sort: [{ timestamp: "desc" }],
+        },
+      ],
+      [
+        "one day, hot readings count and geo bounds",
+        {
+          size: 0,
+          query: { bool: { filter: [request.query.bool.filter[0]!, { range: { "state.temp": { gte: 30 } } }] } },
+          aggs: { g: { geo_bounds: { field: "state.latlng" } } },
+        },
+      ],
+    ];
+    const indexPath = `/${indices.join(",")}/_search?rest_total_hits_as_int=true&request_cache=false`;
+    const rowsOut = [
+      "",
+      `same run, OpenSearch 2.19 single node (scripts/opensearch.sh, -Xmx1g, one shard per thing type, ${indices.length} shards, force-merged); FIND in process, OpenSearch over loopback HTTP; totals checked equal; median of ${RUNS}, interleaved:`,
+      "",
+      "| query | FIND ms | OpenSearch ms | FIND / OpenSearch (goal <= 1.0) |",
+      "|---|---|---|---|",
+    ];
+    for (const [name, q] of queries) {
+      const translated = toOpenSearch(q, new Set());
+      const osSearch = async () => fromOpenSearch(await call("POST", indexPath, translated), q);
+      const run = () => runFind(observationReader, planFind(q, Date.now()), { thingTypes: THING_TYPES });
+      const mine = run() as { hits: { total: number } };
+      const theirs = (await osSearch()) as { hits: { total: number } };
+      if (mine.hits.total !== theirs.hits.total)
+        throw new Error(`${name}: FIND ${mine.hits.total} hits, OpenSearch ${theirs.hits.total}`);
+      const a: number[] = [];
+      const b: number[] = [];
+      await osSearch();
+      for (let i = 0; i < RUNS; i++) {
+        let t = performance.now();
+        run();
+        a.push(performance.now() - t);
+        t = performance.now();
+        await osSearch();
+        b.push(performance.now() - t);
+      }
+      const fa = median(a);
+      const fb = median(b);
+      rowsOut.push(`| ${name} | ${fa.toFixed(1)} | ${fb.toFixed(1)} | ${(fa / fb).toFixed(2)} |`);
+    }
+    rowsOut.push(
+      "",
+      `| indexing | rate |`,
+      `|---|---|`,
+      `| dms store (prepared inserts, one transaction per 50k, indexes rebuilt after) | ${Math.round(ROWS / loadSeconds).toLocaleString("en")} observations/s |`,
+      `| OpenSearch (_bulk of 10,000 over loopback, refresh off, then refresh + force merge) | ${Math.round(ROWS / osIndexSeconds).toLocaleString("en")} observations/s |`,
+    );
+    for (const index of indices) await call("DELETE", `/${index}`);
+    return rowsOut;
+  }
+
   // ---- export throughput: one day of every thing type
   const principal = identity.principal("bench")!;
   const job = exports.service.create(principal, {
@@ -236,6 +376,8 @@ async function main(): Promise<void> {
   const rowsPerSecond = Math.round(exportRows / (detail.engineExecutionTimeInMillis / 1000));
   const fileBytes = exports.files.size(execution.id) ?? 0;
 
+  // ---- the same observations and dashboard queries in OpenSearch
+  const vsOpenSearch = process.env.BENCH_FIND_OPENSEARCH === "0" ? [] : await againstOpenSearch();
   // ---- hostile phase: worst FIND requests against the engine's rate and /healthz
   const login = await fetch(`${dms.url}/auth/login`, {
     method: "POST",
@@ -302,7 +444,7 @@ async function main(): Promise<void> {
     "",
     `hostile refusals: ${refusals || "none"}`,
   ];
-  const section = [...header.map((l) => `${l}  `), "", ...table, ...hostileTable].join("\n");
+  const section = [...header.map((l) => `${l}  `), "", ...table, ...vsOpenSearch, ...hostileTable].join("\n");
   console.log(`## bench/find\n\n${section}\n`);
   writeSection("find", `## bench/find\n\n${section}\n`);
 }

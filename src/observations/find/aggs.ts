@@ -1,12 +1,14 @@
 import {
   DEFAULT_DATE_FORMAT,
   UTC,
-  addUnits,
+  nextFixed,
+  nextUnit,
   parseDateMath,
   parseFormat,
   parseTimeValue,
   parseZone,
   roundDown,
+  roundFixed,
   type DateFormat,
   type Unit,
   type Zone,
@@ -22,7 +24,7 @@ import {
   type Doc,
   type GeoPoint,
 } from "./fields.js";
-import { compileSort, compileSource, hitOf } from "./hits.js";
+import { compileSort, compileSource, hitOf, sortValuesOf } from "./hits.js";
 import { compileQuery, newPushdown, type Matcher } from "./query.js";
 import { regexpPattern } from "../../patterns/index.js";
 import { FIND_LIMITS, overLimit, type QueryBudget } from "./limits.js";
@@ -33,6 +35,8 @@ export interface AggContext {
   budget: QueryBudget;
   /** Levels of aggregations enclosing these. */
   depth?: number;
+  /** Shards searched (one per thing type), set before each run: ES sizes its per-shard terms by it. */
+  shards: number;
 }
 
 /** A compiled aggregation: run over the documents of its bucket, it answers the ES 5.6 shape. */
@@ -116,6 +120,8 @@ function runSubs(subs: Agg[], docs: Doc[], out: Output): Output {
 
 interface ValueSource {
   field: string;
+  /** Set once a boolean value is read: the field is then mapped boolean. */
+  booleans: boolean;
   date: boolean;
   format: DateFormat | undefined;
   values(doc: Doc): number[];
@@ -134,14 +140,16 @@ function valueSource(body: Json, where: string, extra: string[]): ValueSource {
       : parseFormat(stringAt(body.format, `${where}.format`));
   const get = accessor(field);
   const missing = body.missing === undefined ? undefined : toNumber(body.missing);
-  return {
+  const src: ValueSource = {
     field,
+    booleans: false,
     date,
     format: date ? format : undefined,
     values: (doc) => {
       const vs = get(doc);
       const out: number[] = [];
       for (const v of vs) {
+        if (typeof v === "boolean") src.booleans = true;
         const n = toNumber(v);
         if (n !== undefined) out.push(n);
       }
@@ -149,10 +157,20 @@ function valueSource(body: Json, where: string, extra: string[]): ValueSource {
       return out;
     },
   };
+  return src;
 }
 
-function withString(out: Output, key: string, value: number | null, src: ValueSource): Output {
+/**
+ * A metric and, for a date or boolean field, its `_as_string` in the field's format. A
+ * boolean field's DocValueFormat writes `value != 0`: a string under single-value metrics
+ * (which print format(value).toString()), the boolean itself under stats.
+ */
+function withString(out: Output, key: string, value: number | null, src: ValueSource, stats = false): Output {
   out[key] = value;
+  if (value !== null && !src.format && src.booleans) {
+    out[`${key}_as_string`] = stats ? value !== 0 : String(value !== 0);
+    return out;
+  }
   if (value !== null && src.format) out[`${key}_as_string`] = src.format.print(value, UTC);
   return out;
 }
@@ -160,35 +178,54 @@ function withString(out: Output, key: string, value: number | null, src: ValueSo
 function singleValue(reduce: (vals: number[]) => number | null): Builder {
   return (body, b) => {
     const src = valueSource(body, b.where, []);
-    return (docs) => {
-      const vals: number[] = [];
-      for (const d of docs) for (const v of src.values(d)) vals.push(v);
-      return withString({}, "value", reduce(vals), src);
-    };
+    return (docs) => withString({}, "value", reduce(collect(src, docs)), src);
   };
 }
 
-function sum(vals: number[]): number {
-  let s = 0;
-  for (const v of vals) s += v;
-  return s;
+/** Values of a field, shard by shard (thing type by thing type), with where each shard's end. */
+type Collected = number[] & { shardEnds?: number[] };
+
+/**
+ * A sum as ES adds one: Kahan-compensated per shard, then the shards' sums compensated in
+ * shard order. The same order of additions gives the same last digits (which show in the
+ * `_as_string` of a sum of dates).
+ */
+function sum(vals: Collected): number {
+  const ends = vals.shardEnds;
+  if (!ends || ends.length <= 1) return kahanSum(vals);
+  const sums: number[] = [];
+  let from = 0;
+  for (const end of ends) {
+    sums.push(kahanSum(vals.slice(from, end)));
+    from = end;
+  }
+  return kahanSum(sums);
 }
 
-function statsOf(vals: number[]): { count: number; min: number; max: number; sum: number } {
+function statsOf(vals: Collected): { count: number; min: number; max: number; sum: number } {
   let min = Infinity;
   let max = -Infinity;
-  let s = 0;
   for (const v of vals) {
     if (v < min) min = v;
     if (v > max) max = v;
-    s += v;
   }
-  return { count: vals.length, min, max, sum: s };
+  return { count: vals.length, min, max, sum: sum(vals) };
 }
 
-const collect = (src: ValueSource, docs: Doc[]): number[] => {
-  const vals: number[] = [];
-  for (const d of docs) for (const v of src.values(d)) vals.push(v);
+const collect = (src: ValueSource, docs: Doc[]): Collected => {
+  const shards = new Map<string, Doc[]>();
+  for (const d of docs) {
+    const shard = shards.get(d.thingType);
+    if (shard) shard.push(d);
+    else shards.set(d.thingType, [d]);
+  }
+  const vals: Collected = [];
+  const ends: number[] = [];
+  for (const key of [...shards.keys()].sort()) {
+    for (const d of shards.get(key)!) for (const v of src.values(d)) vals.push(v);
+    ends.push(vals.length);
+  }
+  vals.shardEnds = ends;
   return vals;
 };
 
@@ -201,10 +238,10 @@ function statsOutput(vals: number[], src: ValueSource): Output {
   const s = statsOf(vals);
   const has = s.count > 0;
   const out: Output = { count: s.count };
-  withString(out, "min", has ? s.min : null, src);
-  withString(out, "max", has ? s.max : null, src);
-  withString(out, "avg", has ? s.sum / s.count : null, src);
-  withString(out, "sum", has ? s.sum : null, src);
+  withString(out, "min", has ? s.min : null, src, true);
+  withString(out, "max", has ? s.max : null, src, true);
+  withString(out, "avg", has ? s.sum / s.count : null, src, true);
+  withString(out, "sum", has ? s.sum : null, src, true);
   return out;
 }
 
@@ -224,27 +261,71 @@ const extendedStats: Builder = (body, b) => {
         std_deviation_bounds: { upper: null, lower: null },
       };
     }
-    let sq = 0;
-    for (const v of vals) sq += v * v;
-    const avg = (out.avg as number) ?? 0;
-    const variance = Math.max(0, sq / vals.length - avg * avg);
+    // Compensated sums and ES's formula, so the last digits agree with it.
+    const squares: Collected = vals.map((v) => v * v);
+    squares.shardEnds = vals.shardEnds;
+    const sq = sum(squares);
+    const total = sum(vals);
+    const avg = total / vals.length;
+    const variance = Math.max(0, (sq - (total * total) / vals.length) / vals.length);
     const sd = Math.sqrt(variance);
-    return {
+    const result: Output = {
       ...out,
       sum_of_squares: sq,
       variance,
       std_deviation: sd,
       std_deviation_bounds: { upper: avg + sigma * sd, lower: avg - sigma * sd },
     };
+    // InternalExtendedStats writes these in the field's format too (dates, booleans).
+    const printed = (v: number): unknown =>
+      src.format ? src.format.print(v, UTC) : src.booleans ? v !== 0 : undefined;
+    if (printed(0) !== undefined) {
+      result.sum_of_squares_as_string = printed(sq);
+      result.variance_as_string = printed(variance);
+      result.std_deviation_as_string = src.booleans ? String(sd !== 0) : printed(sd);
+      const str = (v: number): unknown => (src.booleans ? String(v !== 0) : printed(v));
+      result.std_deviation_bounds_as_string = { upper: str(avg + sigma * sd), lower: str(avg - sigma * sd) };
+    }
+    return result;
   };
 };
 
+/** A sum with Kahan compensation, as ES's metric aggregations add. */
+function kahanSum(vals: readonly number[]): number {
+  let sum = 0;
+  let c = 0;
+  for (const v of vals) {
+    if (!Number.isFinite(v)) {
+      sum += v;
+      continue;
+    }
+    const y = v - c;
+    const t = sum + y;
+    c = t - sum - y;
+    sum = t;
+  }
+  return sum;
+}
+
+/**
+ * The values doc values hold: numbers and booleans are sorted numeric doc values, which
+ * keep a repeated value; keywords are sorted set doc values, which hold each distinct
+ * value of a document once.
+ */
 const valueCount: Builder = (body, b) => {
   onlyKeys(body, ["field", "missing"], b.where);
   const get = accessor(stringAt(body.field, `${b.where}.field`));
   return (docs) => {
     let n = 0;
-    for (const d of docs) n += get(d).length;
+    for (const d of docs) {
+      const vs = get(d);
+      let keywords: Set<unknown> | undefined;
+      for (const v of vs) {
+        if (typeof v === "string") (keywords ??= new Set()).add(v);
+        else n++;
+      }
+      if (keywords) n += keywords.size;
+    }
     return { value: n };
   };
 };
@@ -319,11 +400,10 @@ const topHits: Builder = (body, b) => {
   const trackScores = body.track_scores === true;
   return (docs) => {
     const sorted = [...docs].sort(sorter ? sorter.compare : (x, y) => y.score - x.score || x.id - y.id);
-    const scored = !sorter || sorter.byScore || trackScores;
+    const scored = !sorter || sorter.tracksScores || trackScores;
     const page = sorted.slice(from, from + size);
-    const hits = page.map((d) =>
-      hitOf(d, scored ? d.score : null, source, sorter && !sorter.byScore ? sorter.values(d) : undefined),
-    );
+    const sortValues = sorter && !sorter.byScore ? sortValuesOf(sorter, page, docs) : undefined;
+    const hits = page.map((d, i) => hitOf(d, scored ? d.score : null, source, sortValues?.[i]));
     let maxScore: number | null = null;
     if (scored) for (const d of docs) maxScore = maxScore === null ? d.score : Math.max(maxScore, d.score);
     return { hits: { total: docs.length, max_score: maxScore, hits } };
@@ -480,6 +560,13 @@ const terms: Builder = (body, b) => {
   if (minDocCount === 0)
     throw badQuery(`[${b.where}.min_doc_count] 0 is not supported: terms of unmatched observations are not listed`);
   const order = parseOrder(body.order, b.where, [{ path: "_count", desc: true }]);
+  // ES's IncludeExclude takes both as regular expressions or both as lists of terms, never a mix.
+  if (
+    body.include !== undefined &&
+    body.exclude !== undefined &&
+    (typeof body.include === "string") !== (typeof body.exclude === "string")
+  )
+    throw badQuery(`[${b.where}] [include] and [exclude] must both be regular expressions or both arrays of terms`);
   const include = body.include === undefined ? undefined : termFilter(body.include, `${b.where}.include`);
   const exclude = body.exclude === undefined ? undefined : termFilter(body.exclude, `${b.where}.exclude`);
   const missing = body.missing;
@@ -489,35 +576,71 @@ const terms: Builder = (body, b) => {
       ? DEFAULT_DATE_FORMAT
       : parseFormat(String(body.format))
     : undefined;
+  const showErrors = body.show_term_doc_count_error === true;
+  const explicitShardSize =
+    body.shard_size === undefined ? undefined : Math.max(size, intAt(body.shard_size, `${b.where}.shard_size`, 1));
+  const first = order[0]!;
+  const termOrder = first.path === "_key";
+  const countDesc = first.path === "_count" && first.desc;
   return (docs) => {
     let booleans = false;
-    const groups = new Map<unknown, Bucket>();
-    const add = (key: unknown, d: Doc): void => {
-      let g = groups.get(key);
-      if (!g) groups.set(key, (g = { key, docs: [] }));
-      if (g.docs[g.docs.length - 1] !== d) g.docs.push(d);
+    const keyOf = (v: unknown): unknown => {
+      if (typeof v === "boolean") booleans = true;
+      return typeof v === "boolean" ? (v ? 1 : 0) : typeof v === "object" ? JSON.stringify(v) : v;
     };
+    // Each thing type is an index of one shard: ES collects the top terms per shard and merges them.
+    const shards = new Map<string, Map<unknown, Bucket>>();
     for (const d of docs) {
+      let groups = shards.get(d.thingType);
+      if (!groups) shards.set(d.thingType, (groups = new Map()));
       const vs = get(d);
-      if (vs.length === 0 && missing !== undefined) add(missing, d);
-      for (const v of vs) {
-        if (typeof v === "boolean") booleans = true;
-        const key = typeof v === "boolean" ? (v ? 1 : 0) : typeof v === "object" ? JSON.stringify(v) : v;
+      const keys = vs.length === 0 && missing !== undefined ? [missing] : vs.map(keyOf);
+      for (const key of keys) {
         if (include && !include(key)) continue;
         if (exclude && exclude(key)) continue;
-        add(key, d);
+        let g = groups.get(key);
+        if (!g) groups.set(key, (g = { key, docs: [] }));
+        if (g.docs[g.docs.length - 1] !== d) g.docs.push(d);
       }
     }
-    const kept = [...groups.values()].filter((g) => g.docs.length >= minDocCount);
-    const rendered = kept.map((bucket) => ({
-      bucket,
-      out: renderBucket(bucket, booleans ? booleanKey(bucket.key) : keyFieldsOf(bucket.key, format), b.subs),
-    }));
+    const keyFields = (key: unknown): Output => (booleans ? booleanKey(key) : keyFieldsOf(key, format));
+    const shardSize = explicitShardSize ?? (b.ctx.shards > 1 ? Math.floor(size * 1.5 + 10) : size);
+    let errorSum = 0;
+    let other = 0;
+    const merged = new Map<unknown, { key: unknown; docs: Doc[]; error: number }>();
+    for (const groups of shards.values()) {
+      const rendered = [...groups.values()].map((bucket) => ({
+        bucket,
+        out: order.some((o) => o.path !== "_key" && o.path !== "_count")
+          ? renderBucket(bucket, keyFields(bucket.key), b.subs)
+          : {},
+      }));
+      sortBuckets(rendered, order, true);
+      const top = rendered.slice(0, shardSize);
+      for (const r of rendered.slice(shardSize)) other += r.bucket.docs.length;
+      // InternalTerms.doReduce of ES 5.6: a shard that returned a full page may have left out
+      // a term as frequent as its last one; under any order but count or term it is unbounded.
+      const error = top.length < shardSize || termOrder ? 0 : countDesc ? top[top.length - 1]!.bucket.docs.length : -1;
+      errorSum = errorSum === -1 || error === -1 ? -1 : errorSum + error;
+      for (const { bucket } of top) {
+        const m = merged.get(bucket.key);
+        if (m) {
+          m.docs.push(...bucket.docs);
+          m.error -= error;
+        } else merged.set(bucket.key, { key: bucket.key, docs: [...bucket.docs], error: -error });
+      }
+    }
+    const kept = [...merged.values()].filter((g) => g.docs.length >= minDocCount);
+    const rendered = kept.map((m) => {
+      const bucket: Bucket = { key: m.key, docs: m.docs.sort((x, y) => x.id - y.id) };
+      const fields = keyFields(m.key);
+      if (showErrors) fields.doc_count_error_upper_bound = errorSum === -1 ? -1 : m.error + errorSum;
+      return { bucket, out: renderBucket(bucket, fields, b.subs) };
+    });
     sortBuckets(rendered, order, true);
     const shown = rendered.slice(0, size);
-    let other = 0;
     for (const r of rendered.slice(size)) other += r.bucket.docs.length;
-    return { doc_count_error_upper_bound: 0, sum_other_doc_count: other, buckets: shown.map((r) => r.out) };
+    return { doc_count_error_upper_bound: errorSum, sum_other_doc_count: other, buckets: shown.map((r) => r.out) };
   };
 };
 
@@ -584,12 +707,25 @@ function histogramRun(
       if (bounds?.max !== undefined)
         hi = hi === undefined ? spec.keyOf(bounds.max) : Math.max(hi, spec.keyOf(bounds.max));
       if (lo !== undefined && hi !== undefined) {
+        // ES's addEmptyBuckets: empty keys follow next() from each real bucket, and every real
+        // bucket stays, even one next() would step over (a repeated hour of a DST end).
+        const real = [...keys].sort((x, y) => x - y);
         const filled: Bucket[] = [];
         let guard = 0;
-        for (let k = lo; k <= hi; k = spec.next(k)) {
-          if (++guard > 100_000) throw badQuery(`[${b.where}] would create too many buckets`);
-          filled.push(groups.get(k) ?? { key: k, docs: [] });
+        let k = lo;
+        const fillUntil = (end: number, inclusive: boolean): void => {
+          while (k < end || (inclusive && k === end)) {
+            if (++guard > 100_000) throw badQuery(`[${b.where}] would create too many buckets`);
+            filled.push({ key: k, docs: [] });
+            k = spec.next(k);
+          }
+        };
+        for (const r of real) {
+          fillUntil(r, false);
+          filled.push(groups.get(r)!);
+          k = spec.next(r);
         }
+        fillUntil(hi, true);
         buckets = filled;
       }
     } else buckets = buckets.filter((g) => g.docs.length >= minDocCount);
@@ -694,17 +830,13 @@ const dateHistogram: Builder = (body, b) => {
     : unit
       ? {
           keyOf: (v) => roundDown(v - offset, unit, zone) + offset,
-          next: (k) => addUnits(k - offset, 1, unit, zone) + offset,
+          next: (k) => nextUnit(k - offset, unit, zone) + offset,
           format,
           zone,
         }
       : {
-          keyOf: (v) => {
-            const local = v + zone(v);
-            const k = Math.floor((local - offset) / fixed!) * fixed! + offset;
-            return k - zone(k - zone(k));
-          },
-          next: (k) => k + fixed!,
+          keyOf: (v) => roundFixed(v - offset, fixed!, zone) + offset,
+          next: (k) => nextFixed(k - offset, fixed!, zone) + offset,
           format,
           zone,
         };
@@ -750,6 +882,7 @@ function rangeBuckets(
   parse: (v: unknown, where: string) => number | undefined,
   format: DateFormat | undefined,
   get: (d: Doc) => number[],
+  zone: Zone = UTC,
 ): (docs: Doc[]) => Output {
   if (!Array.isArray(body.ranges) || body.ranges.length === 0) throw badQuery(`[${b.where}] requires [ranges]`);
   const ranges: RangeDef[] = body.ranges.map((r, i) => {
@@ -765,7 +898,7 @@ function rangeBuckets(
   ranges.sort((x, y) => (x.from ?? -Infinity) - (y.from ?? -Infinity) || (x.to ?? Infinity) - (y.to ?? Infinity));
   const keyed = body.keyed === true;
   const show = (n: number | undefined): string =>
-    n === undefined ? "*" : format ? format.print(n, UTC) : javaDouble(n);
+    n === undefined ? "*" : format ? format.print(n, zone) : javaDouble(n);
   return (docs) => {
     const out = ranges.map((r) => {
       const inside = docs.filter((d) =>
@@ -774,11 +907,11 @@ function rangeBuckets(
       const fields: Output = { key: r.key ?? `${show(r.from)}-${show(r.to)}` };
       if (r.from !== undefined) {
         fields.from = r.from;
-        if (format) fields.from_as_string = format.print(r.from, UTC);
+        if (format) fields.from_as_string = format.print(r.from, zone);
       }
       if (r.to !== undefined) {
         fields.to = r.to;
-        if (format) fields.to_as_string = format.print(r.to, UTC);
+        if (format) fields.to_as_string = format.print(r.to, zone);
       }
       return renderBucket({ key: fields.key, docs: inside }, fields, b.subs);
     });
@@ -822,7 +955,7 @@ const dateRange: Builder = (body, b) => {
     get(d)
       .map(toNumber)
       .filter((n): n is number => n !== undefined);
-  return rangeBuckets(body, b, parse, format, values);
+  return rangeBuckets(body, b, parse, format, values, zone);
 };
 
 const filter: Builder = (body, b) => {

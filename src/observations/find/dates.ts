@@ -11,12 +11,16 @@ export type Zone = (utcMs: number) => number;
 const HOUR = 3_600_000;
 const MINUTE = 60_000;
 const DAY = 86_400_000;
+/** Every offset transition of the zones in use happens on a quarter hour. */
+const QUARTER = 900_000;
 
 export const UTC: Zone = () => 0;
 
 /** Zones and formats by the name a query gives: bounded, as the names are the caller's. */
 const DATE_CACHE = 1000;
 const zoneCache = new LRUCache<string, Zone>({ max: DATE_CACHE });
+/** Zones whose offset never changes: they have no transitions to look for. */
+const fixedZones = new WeakSet<Zone>([UTC]);
 
 /** A zone by its ES name: `+01:00`, `-08:00`, `Z`, `UTC` or an IANA name. Undefined if unknown. */
 export function parseZone(name: string): Zone | undefined {
@@ -28,6 +32,7 @@ export function parseZone(name: string): Zone | undefined {
   else if (fixed) {
     const offset = (fixed[1] === "-" ? -1 : 1) * (Number(fixed[2]) * HOUR + Number(fixed[3] ?? 0) * MINUTE);
     zone = () => offset;
+    fixedZones.add(zone);
   } else {
     try {
       const fmt = new Intl.DateTimeFormat("en-US", {
@@ -40,11 +45,20 @@ export function parseZone(name: string): Zone | undefined {
         minute: "numeric",
         second: "numeric",
       });
+      // Offsets change only on quarter hours, so one lookup serves a whole quarter.
+      const quarters = new Map<number, number>();
       zone = (utcMs) => {
-        const parts: Record<string, number> = {};
-        for (const p of fmt.formatToParts(new Date(utcMs))) parts[p.type] = Number(p.value);
-        const local = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!);
-        return local - (utcMs - (((utcMs % 1000) + 1000) % 1000));
+        const q = Math.floor(utcMs / QUARTER);
+        let offset = quarters.get(q);
+        if (offset === undefined) {
+          const at = q * QUARTER;
+          const parts: Record<string, number> = {};
+          for (const p of fmt.formatToParts(new Date(at))) parts[p.type] = Number(p.value);
+          offset = Date.UTC(parts.year!, parts.month! - 1, parts.day!, parts.hour!, parts.minute!, parts.second!) - at;
+          if (quarters.size > 100_000) quarters.clear();
+          quarters.set(q, offset);
+        }
+        return offset;
       };
     } catch {
       zone = undefined;
@@ -54,11 +68,66 @@ export function parseZone(name: string): Zone | undefined {
   return zone;
 }
 
-/** The UTC instant of a wall-clock time in `zone` (the earlier one in a DST overlap). */
-export function localToUtc(zone: Zone, localMs: number): number {
-  const guess = localMs - zone(localMs);
-  const offset = zone(guess);
-  return localMs - offset;
+/**
+ * The offsets under which a wall-clock time exists in `zone`, earliest instant first
+ * (java.time's ZoneRules.getValidOffsets): one normally, two in the repeated hour
+ * of a DST end, none in the skipped hour of a DST start.
+ */
+export function validOffsets(zone: Zone, localMs: number): number[] {
+  if (fixedZones.has(zone)) return [zone(localMs)];
+  const candidates = new Set([zone(localMs - DAY), zone(localMs + DAY), zone(localMs - zone(localMs))]);
+  return [...candidates].filter((o) => zone(localMs - o) === o).sort((a, b) => b - a);
+}
+
+/**
+ * The UTC instant of a wall-clock time in `zone`, as java.time resolves it (and ES 5.6's
+ * Joda did): in a repeated hour the offset `prefer` if it is valid there, else the
+ * earlier instant; in a skipped hour the time moves forward by the gap.
+ */
+export function localToUtc(zone: Zone, localMs: number, prefer?: number): number {
+  const valid = validOffsets(zone, localMs);
+  if (valid.length === 0) return localMs - zone(localMs - DAY);
+  if (prefer !== undefined && valid.includes(prefer)) return localMs - prefer;
+  return localMs - valid[0]!;
+}
+
+const transitionCache = new WeakMap<Zone, Map<number, number[]>>();
+
+/** The instants in a UTC year at which `zone` changes its offset, ascending. */
+function transitionsOfYear(zone: Zone, year: number): number[] {
+  let byYear = transitionCache.get(zone);
+  if (!byYear) transitionCache.set(zone, (byYear = new Map()));
+  const cached = byYear.get(year);
+  if (cached) return cached;
+  const out: number[] = [];
+  const from = Date.UTC(year, 0, 1);
+  const to = Date.UTC(year + 1, 0, 1);
+  const step = 6 * HOUR;
+  for (let t = from; t < to; t += step) {
+    if (zone(t) === zone(t + step)) continue;
+    // The first quarter hour of the new offset.
+    let lo = t / QUARTER;
+    let hi = (t + step) / QUARTER;
+    while (hi - lo > 1) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (zone(mid * QUARTER) === zone(t)) lo = mid;
+      else hi = mid;
+    }
+    out.push(hi * QUARTER);
+  }
+  byYear.set(year, out);
+  return out;
+}
+
+/** The latest offset transition of `zone` at or before `utcMs`, if any within a year. */
+export function previousTransition(zone: Zone, utcMs: number): number | undefined {
+  if (fixedZones.has(zone)) return undefined;
+  const year = new Date(utcMs).getUTCFullYear();
+  for (const y of [year, year - 1]) {
+    const ts = transitionsOfYear(zone, y);
+    for (let i = ts.length - 1; i >= 0; i--) if (ts[i]! <= utcMs) return ts[i];
+  }
+  return undefined;
 }
 
 export type Unit = "y" | "M" | "q" | "w" | "d" | "h" | "m" | "s";
@@ -66,9 +135,12 @@ export type Unit = "y" | "M" | "q" | "w" | "d" | "h" | "m" | "s";
 /** How coarse a unit is: rounding to it clears every field from this level down. */
 const LEVEL: Record<Exclude<Unit, "w">, number> = { y: 0, q: 1, M: 1, d: 2, h: 3, m: 4, s: 5 };
 
-/** Start of the calendar unit holding `utcMs`, in `zone`. */
-export function roundDown(utcMs: number, unit: Unit, zone: Zone): number {
-  const local = new Date(utcMs + zone(utcMs));
+/** Days and longer units round to a local midnight; hours, minutes and seconds to a local time of day. */
+const toMidnight = (unit: Unit): boolean => unit !== "h" && unit !== "m" && unit !== "s";
+
+/** The wall-clock time `localMs` with every field below `unit` cleared. */
+function truncateLocal(localMs: number, unit: Unit): number {
+  const local = new Date(localMs);
   const y = local.getUTCFullYear();
   let mo = local.getUTCMonth();
   let d = local.getUTCDate();
@@ -88,26 +160,93 @@ export function roundDown(utcMs: number, unit: Unit, zone: Zone): number {
     if (level <= 3) mi = 0;
     if (level <= 4) s = 0;
   }
-  return localToUtc(zone, Date.UTC(y, mo, d, h, mi, s));
+  return Date.UTC(y, mo, d, h, mi, s);
 }
 
-/** `utcMs` plus `n` calendar units in `zone`. */
-export function addUnits(utcMs: number, n: number, unit: Unit, zone: Zone): number {
-  if (unit === "s") return utcMs + n * 1000;
-  if (unit === "m") return utcMs + n * MINUTE;
-  if (unit === "h") return utcMs + n * HOUR;
-  const local = new Date(utcMs + zone(utcMs));
+/**
+ * Start of the calendar unit holding `utcMs`, in `zone`, as java.time rounds it
+ * (OpenSearch's Rounding, and ES 5.6's Joda rounding with the original offset):
+ * a day or longer starts at the first instant of its local midnight; an hour, minute or
+ * second is the latest local truncation no later than the instant, so the repeated hour of
+ * a DST end is two hours, and a rounding never crosses back over a transition.
+ */
+export function roundDown(utcMs: number, unit: Unit, zone: Zone): number {
+  if (toMidnight(unit)) return localToUtc(zone, truncateLocal(utcMs + zone(utcMs), unit));
+  let instant = utcMs;
+  for (;;) {
+    const truncated = truncateLocal(instant + zone(instant), unit);
+    let rounded: number | undefined;
+    for (const o of validOffsets(zone, truncated).reverse()) {
+      if (truncated - o <= instant) {
+        rounded = truncated - o;
+        break;
+      }
+    }
+    const transition = previousTransition(zone, instant - 1);
+    if (rounded !== undefined && (transition === undefined || transition <= rounded)) return rounded;
+    if (transition === undefined) return truncated - zone(instant);
+    instant = transition - 1000;
+  }
+}
+
+/** The start of the calendar unit after the one starting at `utcMs` (OpenSearch's nextRoundingValue). */
+export function nextUnit(utcMs: number, unit: Unit, zone: Zone): number {
+  if (!toMidnight(unit)) return roundDown(utcMs + FIXED_UNIT[unit], unit, zone);
+  const midnight = truncateLocal(utcMs + zone(utcMs), unit);
+  return localToUtc(zone, truncateLocal(shiftLocal(midnight, 1, unit), unit));
+}
+
+const FIXED_UNIT = { h: HOUR, m: MINUTE, s: 1000 } as Record<Unit, number>;
+
+/** A wall-clock time moved by `n` calendar units (days and longer). */
+function shiftLocal(localMs: number, n: number, unit: Unit): number {
+  const local = new Date(localMs);
   const y = local.getUTCFullYear();
   const mo = local.getUTCMonth();
   const d = local.getUTCDate();
-  const rest = utcMs + zone(utcMs) - Date.UTC(y, mo, d);
-  let next: number;
-  if (unit === "d") next = Date.UTC(y, mo, d + n);
-  else if (unit === "w") next = Date.UTC(y, mo, d + 7 * n);
-  else if (unit === "M") next = Date.UTC(y, mo + n, d);
-  else if (unit === "q") next = Date.UTC(y, mo + 3 * n, d);
-  else next = Date.UTC(y + n, mo, d);
-  return localToUtc(zone, next + rest);
+  const rest = localMs - Date.UTC(y, mo, d);
+  if (unit === "d") return Date.UTC(y, mo, d + n) + rest;
+  if (unit === "w") return Date.UTC(y, mo, d + 7 * n) + rest;
+  if (unit === "M") return Date.UTC(y, mo + n, d) + rest;
+  if (unit === "q") return Date.UTC(y, mo + 3 * n, d) + rest;
+  return Date.UTC(y + n, mo, d) + rest;
+}
+
+/** `utcMs` plus `n` calendar units in `zone`; a local result keeps the original offset where it can (java.time's plusDays). */
+export function addUnits(utcMs: number, n: number, unit: Unit, zone: Zone): number {
+  if (unit === "s" || unit === "m" || unit === "h") return utcMs + n * FIXED_UNIT[unit];
+  const offset = zone(utcMs);
+  return localToUtc(zone, shiftLocal(utcMs + offset, n, unit), offset);
+}
+
+/**
+ * A fixed interval (`12h`, `90m`) in a time zone, as OpenSearch's TimeIntervalRounding
+ * does it: buckets are multiples of the interval in local time; the instant of a local
+ * key is the latest one no later than the value, and a key never reaches back over a
+ * DST transition (the transition's bucket is then rounded instead).
+ */
+export function roundFixed(utcMs: number, interval: number, zone: Zone): number {
+  const local = utcMs + zone(utcMs);
+  const rounded = Math.floor(local / interval) * interval;
+  const offsets = validOffsets(zone, rounded);
+  if (offsets.length === 0) return previousTransition(zone, rounded - zone(rounded - DAY)) ?? rounded - zone(utcMs);
+  const transition = previousTransition(zone, utcMs);
+  for (const o of [...offsets].reverse()) {
+    const instant = rounded - o;
+    if (transition !== undefined && instant < transition) return roundFixed(transition - 1, interval, zone);
+    if (instant <= utcMs) return instant;
+  }
+  return rounded - offsets[0]!;
+}
+
+/**
+ * The key after `keyMs` of a fixed interval in a zone: the next local multiple, or, in the
+ * repeated hour of a DST end (where that local time resolves to an earlier instant), the
+ * interval later on the clock, so that keys only ever move forward.
+ */
+export function nextFixed(keyMs: number, interval: number, zone: Zone): number {
+  const next = localToUtc(zone, keyMs + zone(keyMs) + interval);
+  return next > keyMs ? next : keyMs + interval;
 }
 
 /** Milliseconds of a fixed time value such as `90m`, `1.5h` is not allowed by ES 5.6; `2d`, `30s`, `500ms`. */
@@ -299,9 +438,23 @@ function parsePattern(tokens: Token[], text: string, roundUp: boolean, zone: Zon
   return addUnits(utc, 1, smallest, z) - 1;
 }
 
+/** 400 Gregorian years, the period of the calendar: a Date out of range is printed shifted by them. */
+const ERA_MS = 146_097 * DAY;
+const MAX_DATE_MS = 8.64e15;
+
 function printPattern(tokens: Token[], utcMs: number, zone: Zone): string {
   const offset = zone(utcMs);
-  const d = new Date(utcMs + offset);
+  let local = utcMs + offset;
+  let eras = 0;
+  if (Math.abs(local) > MAX_DATE_MS) {
+    // Java casts the double to a long first (saturating), then prints that instant exactly.
+    const big = local >= 2 ** 63 ? 2n ** 63n - 1n : local <= -(2 ** 63) ? -(2n ** 63n) : BigInt(Math.trunc(local));
+    const era = BigInt(ERA_MS);
+    eras = Number(big / era);
+    local = Number(big % era);
+  }
+  const d = new Date(local);
+  const year = d.getUTCFullYear() + 400 * eras;
   let out = "";
   for (const t of tokens) {
     switch (t.kind) {
@@ -309,7 +462,8 @@ function printPattern(tokens: Token[], utcMs: number, zone: Zone): string {
         out += t.text;
         break;
       case "year":
-        out += t.width === 2 ? pad(d.getUTCFullYear() % 100, 2) : pad(d.getUTCFullYear(), t.width);
+        // java.time writes a year past 9999 with its sign, as ES does for sums of dates.
+        out += t.width === 2 ? pad(year % 100, 2) : year > 9999 ? `+${year}` : pad(year, t.width);
         break;
       case "month":
         out += pad(d.getUTCMonth() + 1, t.width);

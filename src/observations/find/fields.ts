@@ -91,7 +91,7 @@ export function toGeoPoint(v: unknown): GeoPoint | undefined {
       const lon = Number(parts[1]);
       return Number.isFinite(lat) && Number.isFinite(lon) && parts[0]!.trim() !== "" ? { lat, lon } : undefined;
     }
-    return /^[0-9b-hjkmnp-z]{1,12}$/.test(v) ? geohash(v) : undefined;
+    return isGeohash(v) ? geohash(v) : undefined;
   }
   if (Array.isArray(v)) {
     if (v.length >= 2 && typeof v[0] === "number" && typeof v[1] === "number") return { lat: v[1], lon: v[0] };
@@ -123,7 +123,17 @@ export function geoAccessor(path: string): (doc: Doc) => GeoPoint[] {
   };
 }
 
+/**
+ * A geohash as a point, as ES indexes one (5.6's GeoPoint.resetFromGeoHash and
+ * OpenSearch alike): the south-west corner of its cell.
+ */
 function geohash(hash: string): GeoPoint {
+  const cell = geohashCell(hash);
+  return { lat: cell.bottom, lon: cell.left };
+}
+
+/** The cell of a geohash. */
+export function geohashCell(hash: string): { top: number; bottom: number; left: number; right: number } {
   let even = true;
   const lat = [-90, 90];
   const lon = [-180, 180];
@@ -137,8 +147,10 @@ function geohash(hash: string): GeoPoint {
       even = !even;
     }
   }
-  return { lat: (lat[0]! + lat[1]!) / 2, lon: (lon[0]! + lon[1]!) / 2 };
+  return { bottom: lat[0]!, top: lat[1]!, left: lon[0]!, right: lon[1]! };
 }
+
+export const isGeohash = (v: unknown): v is string => typeof v === "string" && /^[0-9b-hjkmnp-z]{1,12}$/.test(v);
 
 /**
  * Lucene's LatLonPoint quantization (32 bits per axis): ES 5.6 answers geo

@@ -14,6 +14,8 @@ export interface SortKey {
 export interface Sorter {
   keys: SortKey[];
   byScore: boolean;
+  /** A `_score` key anywhere makes ES compute scores, as track_scores does. */
+  tracksScores: boolean;
   compare(a: Doc, b: Doc): number;
   values(doc: Doc): unknown[];
 }
@@ -53,7 +55,31 @@ export function compileSort(spec: unknown): Sorter | undefined {
     }
     return a.id - b.id;
   };
-  return { keys, byScore, compare, values: (d) => keys.map((k) => valueOf(k, d)) };
+  return {
+    keys,
+    byScore,
+    tracksScores: keys.some((k) => k.field === "_score"),
+    compare,
+    values: (d) => keys.map((k) => valueOf(k, d)),
+  };
+}
+
+/**
+ * The sort values of a page as ES writes them: a document without a value for a numeric
+ * field shows the sentinel it sorted by (Infinity sorts last ascending, -Infinity last
+ * descending, the other way round with `missing: _first`), which ES's JSON writes as the
+ * strings "Infinity" and "-Infinity"; a keyword field shows null.
+ */
+export function sortValuesOf(sorter: Sorter, page: Doc[], matches: Doc[]): unknown[][] {
+  const rows = page.map((d) => sorter.values(d));
+  sorter.keys.forEach((k, i) => {
+    if (!rows.some((r) => r[i] === null)) return;
+    const numeric = matches.some((d) => k.get!(d).some((v) => typeof v === "number" || typeof v === "boolean"));
+    if (!numeric) return;
+    const high = k.desc === k.missingFirst;
+    for (const r of rows) if (r[i] === null) r[i] = high ? "Infinity" : "-Infinity";
+  });
+  return rows;
 }
 
 function norm(v: unknown): number | string {
@@ -99,7 +125,7 @@ function make(field: string, order: string, mode: unknown): SortKey {
 export function compileSource(spec: unknown): (src: Record<string, unknown>) => Record<string, unknown> | undefined {
   if (spec === undefined || spec === true) return (s) => s;
   if (spec === false) return () => undefined;
-  let includes: string[] = [];
+  let includes: string[];
   let excludes: string[] = [];
   if (typeof spec === "string") includes = [spec];
   else if (Array.isArray(spec)) includes = spec.map((s) => stringAt(s, "_source"));
@@ -109,26 +135,48 @@ export function compileSource(spec: unknown): (src: Record<string, unknown>) => 
     includes = list(spec.includes ?? spec.include);
     excludes = list(spec.excludes ?? spec.exclude);
   } else throw badQuery("[_source] must be a boolean, string, array or object");
+  if (includes.length === 0 && excludes.length === 0) return (s) => s;
   const toRe = (p: string): Pattern => wildcardPattern(p, (why) => badQuery(`[_source] [${p}] ${why}`), false);
   const inc = includes.map(toRe);
   const exc = excludes.map(toRe);
-  // A path is kept when it or one of its parents is included, or an include pattern reaches below it.
-  const filter = (obj: Record<string, unknown>, prefix: string): Record<string, unknown> => {
+  const isIncluded = (path: string): boolean => inc.length === 0 || inc.some((r) => r.test(path));
+  const isExcluded = (path: string): boolean => exc.some((r) => r.test(path));
+  /**
+   * ES's XContentMapValues.filter: a key whose path an exclude matches is dropped; one an
+   * include matches is kept with everything below it (less the excludes); any other object
+   * is kept only if something below it is. Arrays are transparent: each element is filtered
+   * at the array's path, so a pattern such as `parts.type` reaches inside arrays of objects.
+   */
+  const filterMap = (obj: Record<string, unknown>, prefix: string, all: boolean): Record<string, unknown> => {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(obj)) {
       const path = prefix ? `${prefix}.${k}` : k;
-      if (exc.some((r) => r.test(path))) continue;
-      const included = inc.length === 0 || inc.some((r) => r.test(path));
-      if (included) {
-        out[k] = isObject(v) && exc.length > 0 ? filter(v, path) : v;
-      } else if (isObject(v) && includes.some((p) => p.startsWith(`${path}.`) || p.startsWith("*"))) {
-        const sub = filter(v, path);
-        if (Object.keys(sub).length > 0) out[k] = sub;
-      }
+      if (isExcluded(path)) continue;
+      const included = all || isIncluded(path);
+      if (isObject(v)) {
+        const sub = filterMap(v, path, included);
+        if (included || Object.keys(sub).length > 0) out[k] = sub;
+      } else if (Array.isArray(v)) {
+        const sub = filterList(v, path, included);
+        if (sub.length > 0) out[k] = sub;
+      } else if (included) out[k] = v;
     }
     return out;
   };
-  return (s) => filter(s, "");
+  const filterList = (list: unknown[], path: string, all: boolean): unknown[] => {
+    const out: unknown[] = [];
+    for (const v of list) {
+      if (isObject(v)) {
+        const sub = filterMap(v, path, all);
+        if (Object.keys(sub).length > 0) out.push(sub);
+      } else if (Array.isArray(v)) {
+        const sub = filterList(v, path, all);
+        if (sub.length > 0) out.push(sub);
+      } else if (all) out.push(v);
+    }
+    return out;
+  };
+  return (s) => filterMap(s, "", false);
 }
 
 /** A hit as ES 5.6 writes it. */

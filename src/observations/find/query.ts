@@ -12,7 +12,9 @@ import {
   accessor,
   arcDistance,
   geoAccessor,
+  geohashCell,
   isDateField,
+  isGeohash,
   parseDistance,
   toGeoPoint,
   toNumber,
@@ -93,7 +95,7 @@ export function compileQuery(q: unknown, outer: QueryContext, required: boolean,
       const o = objectAt(body, kind);
       onlyKeys(o, ["field", "boost", "_name"], kind);
       const get = accessor(stringAt(o.field, "exists.field"));
-      return constant((d) => get(d).length > 0, boostOf(o, kind, ["field"]));
+      return constant((d) => get(d).some(hasValue), boostOf(o, kind, ["field"]));
     }
     case "prefix":
       return compileStringMatch(kind, body, (p) => prefixPattern(p));
@@ -124,6 +126,18 @@ export function compileQuery(q: unknown, outer: QueryContext, required: boolean,
     default:
       throw badQuery(`unsupported query [${kind}]`);
   }
+}
+
+/**
+ * Whether a value indexes anything: a scalar does, an array or object (`exists` on an
+ * object field) only when some value under it does, as ES's exists query sees the
+ * fields below an object.
+ */
+function hasValue(v: unknown): boolean {
+  if (v === null || v === undefined) return false;
+  if (Array.isArray(v)) return v.some(hasValue);
+  if (typeof v === "object") return Object.values(v).some(hasValue);
+  return true;
 }
 
 function constant(test: (d: Doc) => boolean, boost: number): Matcher {
@@ -430,13 +444,19 @@ function compileGeoBox(o: Json): Matcher {
   const [field, boxRaw] = geoField(o, "geo_bounding_box", []);
   const box = objectAt(boxRaw, `geo_bounding_box.${field}`);
   let top: number, left: number, bottom: number, right: number;
+  // A corner given as a geohash is its cell's corner on that side, so that a cell is its own box.
+  const corner = (v: unknown, where: string, vertical: "top" | "bottom", side: "left" | "right"): GeoPoint => {
+    if (!isGeohash(v)) return point(v, where);
+    const cell = geohashCell(v);
+    return { lat: cell[vertical], lon: cell[side] };
+  };
   if (box.top_left !== undefined || box.bottom_right !== undefined) {
-    const tl = point(box.top_left, "geo_bounding_box.top_left");
-    const br = point(box.bottom_right, "geo_bounding_box.bottom_right");
+    const tl = corner(box.top_left, "geo_bounding_box.top_left", "top", "left");
+    const br = corner(box.bottom_right, "geo_bounding_box.bottom_right", "bottom", "right");
     [top, left, bottom, right] = [tl.lat, tl.lon, br.lat, br.lon];
   } else if (box.top_right !== undefined || box.bottom_left !== undefined) {
-    const tr = point(box.top_right, "geo_bounding_box.top_right");
-    const bl = point(box.bottom_left, "geo_bounding_box.bottom_left");
+    const tr = corner(box.top_right, "geo_bounding_box.top_right", "top", "right");
+    const bl = corner(box.bottom_left, "geo_bounding_box.bottom_left", "bottom", "left");
     [top, left, bottom, right] = [tr.lat, bl.lon, bl.lat, tr.lon];
   } else {
     top = numberAt(box.top, "geo_bounding_box.top");

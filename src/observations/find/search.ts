@@ -1,9 +1,9 @@
 import { required } from "../../errors/index.js";
 import type { ObservationReader } from "../reader.js";
-import { compileAggs, type Agg } from "./aggs.js";
+import { compileAggs, type Agg, type AggContext } from "./aggs.js";
 import { badQuery, intAt, isObject, type Json } from "./errors.js";
 import type { Doc } from "./fields.js";
-import { compileSort, compileSource, hitOf, type Sorter } from "./hits.js";
+import { compileSort, compileSource, hitOf, sortValuesOf, type Sorter } from "./hits.js";
 import { FIND_LIMITS, QueryBudget, checkJsonDepth, overLimit, type TimeBudget } from "./limits.js";
 import { compileQuery, newPushdown, type Matcher, type Pushdown } from "./query.js";
 
@@ -23,6 +23,8 @@ export interface FindPlan {
   pushdown: Pushdown;
   matcher: Matcher;
   aggs: Agg[];
+  /** What the aggregations see of the search: its shards are known only when it runs. */
+  aggContext: AggContext;
   size: number;
   from: number;
   sorter: Sorter | undefined;
@@ -52,7 +54,8 @@ export function planFind(request: unknown, now: number, { requireTimestamp = tru
   const matcher = request.query === undefined ? MATCH_ALL : compileQuery(request.query, { now, pushdown }, true, false);
   if (requireTimestamp && !pushdown.hasTimestampGte)
     throw badQuery("a [range] on [timestamp] with [gte] is required in a must or filter clause");
-  const aggs = compileAggs(request.aggs ?? request.aggregations, { now, budget });
+  const aggContext: AggContext = { now, budget, shards: 1 };
+  const aggs = compileAggs(request.aggs ?? request.aggregations, aggContext);
   const size = request.size === undefined ? 10 : intAt(request.size, "size");
   const from = request.from === undefined ? 0 : intAt(request.from, "from");
   if (from + size > FIND_LIMITS.resultWindow)
@@ -66,6 +69,7 @@ export function planFind(request: unknown, now: number, { requireTimestamp = tru
     pushdown,
     matcher,
     aggs,
+    aggContext,
     size,
     from,
     sorter: compileSort(request.sort),
@@ -154,6 +158,7 @@ function answer(matches: Doc[], plan: FindPlan, shards: number, started: number)
     hits: { total: matches.length, max_score: maxScore(matches, plan), hits },
   };
   if (plan.aggs.length > 0) {
+    plan.aggContext.shards = scope.thingTypes.length;
     const aggregations: Json = {};
     for (const a of plan.aggs) aggregations[a.name] = a.run(matches);
     response.aggregations = aggregations;
@@ -163,13 +168,14 @@ function answer(matches: Doc[], plan: FindPlan, shards: number, started: number)
 }
 
 function scored(plan: FindPlan): boolean {
-  return !plan.sorter || plan.sorter.byScore || plan.trackScores;
+  return !plan.sorter || plan.sorter.tracksScores || plan.trackScores;
 }
 
 function maxScore(matches: Doc[], plan: FindPlan): number | null {
   // ES 5.6 counts hits without scoring when size is 0, and reports 0.0 then.
   if (plan.size === 0) return 0;
-  if (!scored(plan) || matches.length === 0) return null;
+  // A sort that merely includes _score fills the hits' scores but, like ES, tracks no maximum.
+  if (!(!plan.sorter || plan.sorter.byScore || plan.trackScores) || matches.length === 0) return null;
   let max = -Infinity;
   for (const d of matches) if (d.score > max) max = d.score;
   return max;
@@ -181,6 +187,6 @@ function pageOf(matches: Doc[], plan: FindPlan): Json[] {
   const compare = sorter ? sorter.compare : (a: Doc, b: Doc) => b.score - a.score || a.id - b.id;
   const page = [...matches].sort(compare).slice(plan.from, plan.from + plan.size);
   const withScore = scored(plan);
-  const sortValues = sorter && !sorter.byScore;
-  return page.map((d) => hitOf(d, withScore ? d.score : null, plan.source, sortValues ? sorter.values(d) : undefined));
+  const sortValues = sorter && !sorter.byScore ? sortValuesOf(sorter, page, matches) : undefined;
+  return page.map((d, i) => hitOf(d, withScore ? d.score : null, plan.source, sortValues?.[i]));
 }

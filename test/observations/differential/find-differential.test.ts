@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { OPENSEARCH_START_TIMEOUT_MS, startOpenSearch } from "../../support/opensearch.js";
+import { generate } from "./data.js";
+import { differences, dmsEngine, fromOpenSearch, openSearchEngine, toOpenSearch } from "./engines.js";
+import { CORPUS, GEO_FIELDS, REFUSALS } from "./queries.js";
+
+/**
+ * FIND against a real OpenSearch 2.19 (scripts/opensearch.sh): the same generated
+ * observations in both, every request of the corpus to both, each answer compared
+ * field by field. Translations between Elasticsearch 5.6 and OpenSearch 2.x are in
+ * engines.ts and named in each test's title; the deliberate differences of dms are
+ * in docs/observations.md.
+ */
+
+const DOCS = Number(process.env.FIND_DIFFERENTIAL_DOCS ?? 20_000);
+
+describe("FIND answers what OpenSearch answers", () => {
+  const docs = generate(DOCS);
+  const dms = dmsEngine(docs, Date.now());
+  let os: Awaited<ReturnType<typeof openSearchEngine>>;
+
+  beforeAll(async () => {
+    const url = await startOpenSearch();
+    os = await openSearchEngine(url, docs, GEO_FIELDS);
+  }, OPENSEARCH_START_TIMEOUT_MS);
+  afterAll(async () => {
+    dms.close();
+    await os?.close();
+  });
+
+  describe.each(CORPUS.map((c) => [c.name, c] as const))("%s", (_name, c) => {
+    const applied = new Set<string>();
+    const translated = toOpenSearch(c.openSearch?.request ?? c.request, applied);
+    if (c.openSearch) applied.add(`OpenSearch asked otherwise: ${c.openSearch.why}`);
+    const title = applied.size ? `translated: ${[...applied].join("; ")}` : "as is";
+    it(title, async () => {
+      const mine = dms.search(c.request);
+      const theirs = await os.search(translated);
+      expect(theirs.status, JSON.stringify(theirs.body).slice(0, 600)).toBe(200);
+      expect(mine.status, JSON.stringify(mine.body)).toBe(200);
+      expect(differences(mine.body, fromOpenSearch(theirs.body, translated), { ignore: c.ignore })).toEqual([]);
+    });
+  });
+
+  describe.each(REFUSALS.map((c) => [c.name, c] as const))("refused by both: %s", (_name, c) => {
+    it(`dms names [${c.names}]`, async () => {
+      const mine = dms.search(c.request);
+      const theirs = await os.search(toOpenSearch(c.request, new Set()));
+      expect(theirs.status, JSON.stringify(theirs.body).slice(0, 300)).toBeGreaterThanOrEqual(400);
+      if (c.openSearchStatus !== undefined) expect(theirs.status).toBe(c.openSearchStatus);
+      else expect(theirs.status).toBeLessThan(500);
+      expect(mine.status).toBe(400);
+      expect(mine.body.error).toBe("INVALID_ARGUMENTS");
+      expect(String(mine.body.message)).toContain(c.names);
+    });
+  });
+
+  it("the corpus is the size the issue asks for", () => {
+    expect(CORPUS.length + REFUSALS.length).toBeGreaterThanOrEqual(200);
+  });
+});
