@@ -158,7 +158,7 @@ function answer(matches: Doc[], plan: FindPlan, shards: number, started: number)
     hits: { total: matches.length, max_score: maxScore(matches, plan), hits },
   };
   if (plan.aggs.length > 0) {
-    plan.aggContext.shards = scope.thingTypes.length;
+    plan.aggContext.shards = shards;
     const aggregations: Json = {};
     for (const a of plan.aggs) aggregations[a.name] = a.run(matches);
     response.aggregations = aggregations;
