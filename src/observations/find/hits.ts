@@ -77,7 +77,10 @@ export function sortValuesOf(sorter: Sorter, page: Doc[], matches: Doc[]): unkno
     const numeric = matches.some((d) => k.get!(d).some((v) => typeof v === "number" || typeof v === "boolean"));
     if (!numeric) return;
     const high = k.desc === k.missingFirst;
-    for (const r of rows) if (r[i] === null) r[i] = high ? "Infinity" : "-Infinity";
+    // A boolean field sorts as an int: its sentinels are Integer.MAX_VALUE and MIN_VALUE.
+    const booleans = matches.some((d) => k.get!(d).some((v) => typeof v === "boolean"));
+    const sentinel = booleans ? (high ? 2147483647 : -2147483648) : high ? "Infinity" : "-Infinity";
+    for (const r of rows) if (r[i] === null) r[i] = sentinel;
   });
   return rows;
 }
