@@ -451,3 +451,40 @@ describe("geo aggregations (reference 5.5/5.6 geobounds and geocentroid, museums
     });
   });
 });
+
+describe("terms size their shards by the searched shards at every nesting level", () => {
+  // Two thing types searched (two shards, as ES has an index per thing type): shard_size is
+  // size * 1.5 + 10, so the six keys of one shard are all collected and the answer is exact.
+  const counts = [6, 5, 4, 3, 2, 1];
+  const es = esIndex(
+    counts.flatMap((n, k) =>
+      Array.from({ length: n }, (_, i) => ({ timestamp: T0 + k * 100 + i, state: { k: `k${k}`, n: 1 } })),
+    ),
+  );
+  afterAll(() => es.close());
+  const terms = { terms: { field: "state.k", size: 1 } };
+  const exact = { doc_count_error_upper_bound: 0, sum_other_doc_count: 15, buckets: [{ key: "k0", doc_count: 6 }] };
+  const enclosing: Record<string, Record<string, unknown>> = {
+    terms: { terms: { field: "state.n" } },
+    range: { range: { field: "state.n", ranges: [{ from: 0 }] } },
+    filter: { filter: { match_all: {} } },
+    filters: { filters: { filters: { all: { match_all: {} } } } },
+    histogram: { histogram: { field: "state.n", interval: 1 } },
+  };
+
+  it("at the top level", () => {
+    expect(es.search({ size: 0, aggs: { t: terms } }).aggregations.t).toEqual(exact);
+  });
+
+  it.each(Object.keys(enclosing))("under %s, and two levels down", (kind) => {
+    const outer = { ...enclosing[kind], aggs: { t: terms } };
+    const r = es.search({ size: 0, aggs: { o: outer, o2: { ...enclosing[kind], aggs: { o: outer } } } });
+    const firstBucket = (agg: Record<string, unknown>): Record<string, unknown> => {
+      const b = agg.buckets as Record<string, unknown>[] | Record<string, Record<string, unknown>> | undefined;
+      if (b === undefined) return agg;
+      return Array.isArray(b) ? b[0]! : Object.values(b)[0]!;
+    };
+    expect(firstBucket(r.aggregations.o).t).toEqual(exact);
+    expect(firstBucket(firstBucket(r.aggregations.o2).o as Record<string, unknown>).t).toEqual(exact);
+  });
+});

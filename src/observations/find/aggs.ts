@@ -35,6 +35,15 @@ export interface AggContext {
   budget: QueryBudget;
   /** Levels of aggregations enclosing these. */
   depth?: number;
+  /**
+   * What the aggregations see of the search, known only when it runs. Held by
+   * reference: each nesting level copies the context, and a fact written into a
+   * copy's own field would not reach the levels compiled from another copy.
+   */
+  search: SearchFacts;
+}
+
+export interface SearchFacts {
   /** Shards searched (one per thing type), set before each run: ES sizes its per-shard terms by it. */
   shards: number;
 }
@@ -604,7 +613,7 @@ const terms: Builder = (body, b) => {
       }
     }
     const keyFields = (key: unknown): Output => (booleans ? booleanKey(key) : keyFieldsOf(key, format));
-    const shardSize = explicitShardSize ?? (b.ctx.shards > 1 ? Math.floor(size * 1.5 + 10) : size);
+    const shardSize = explicitShardSize ?? (b.ctx.search.shards > 1 ? Math.floor(size * 1.5 + 10) : size);
     let errorSum = 0;
     let other = 0;
     const merged = new Map<unknown, { key: unknown; docs: Doc[]; error: number }>();

@@ -54,7 +54,7 @@ export function planFind(request: unknown, now: number, { requireTimestamp = tru
   const matcher = request.query === undefined ? MATCH_ALL : compileQuery(request.query, { now, pushdown }, true, false);
   if (requireTimestamp && !pushdown.hasTimestampGte)
     throw badQuery("a [range] on [timestamp] with [gte] is required in a must or filter clause");
-  const aggContext: AggContext = { now, budget, shards: 1 };
+  const aggContext: AggContext = { now, budget, search: { shards: 1 } };
   const aggs = compileAggs(request.aggs ?? request.aggregations, aggContext);
   const size = request.size === undefined ? 10 : intAt(request.size, "size");
   const from = request.from === undefined ? 0 : intAt(request.from, "from");
@@ -158,7 +158,7 @@ function answer(matches: Doc[], plan: FindPlan, shards: number, started: number)
     hits: { total: matches.length, max_score: maxScore(matches, plan), hits },
   };
   if (plan.aggs.length > 0) {
-    plan.aggContext.shards = shards;
+    plan.aggContext.search.shards = shards;
     const aggregations: Json = {};
     for (const a of plan.aggs) aggregations[a.name] = a.run(matches);
     response.aggregations = aggregations;
