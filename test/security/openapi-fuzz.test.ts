@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { API_KEY } from "../support/dms.js";
 import {
   ODD_STRINGS,
-  RawJson,
   describe as describeValue,
   hostileString,
   hostileValue,
@@ -54,6 +53,7 @@ const USERS = [ADMIN, "root-reader"] as const;
  */
 const NOT_IN_OPENAPI: Record<string, string> = {
   "GET /healthz": "liveness probe, no input",
+  "GET /readyz": "readiness probe (503 until the service takes traffic), no input",
   "GET /metrics": "Prometheus exposition, no input",
   "GET /openapi.json": "the description itself",
   "GET /docs": "Swagger UI page over /openapi.json",
@@ -74,26 +74,7 @@ const KNOWN_FIXED_ELSEWHERE: {
   finding: string;
   matches(op: Operation, req: FuzzRequest, outcome: Outcome): boolean;
 }[] = [
-  {
-    // KNOWN_FIXED_ELSEWHERE (engineer "ingest"): issue 14 finding 2, POST /observations with null or string items.
-    finding: 'ingest: POST /observations with non-object items (issue 14 #1, #2, engineer "ingest")',
-    matches: (op, req) =>
-      op.key === "POST /observations" &&
-      Array.isArray(req.value) &&
-      req.value.some((i) => i === null || typeof i !== "object" || Array.isArray(i) || i instanceof RawJson),
-  },
-  {
-    // KNOWN_FIXED_ELSEWHERE (engineer "findsafe"): issue 14 findings 3 and 4, FIND limits and time budget.
-    finding:
-      'findsafe: FIND invalid regex, deep bool/aggs, huge terms, time budget (issue 14 #3, #4, engineer "findsafe")',
-    matches: (op) => op.key === "POST /observations/find",
-  },
-  {
-    // KNOWN_FIXED_ELSEWHERE (engineer "guards"): issue 14 finding 5, action templates run unrestricted mathjs.
-    finding: 'guards: action templates run unrestricted mathjs (issue 14 #5, engineer "guards")',
-    matches: (op, req, outcome) =>
-      op.key.includes("/rules") && outcome.kind === "timeout" && (req.text ?? "").includes("${"),
-  },
+  // Empty: the ingest, findsafe and guards fixes (issue 14 findings 1-5) are on main, so their classes fail here.
 ];
 
 /** Valid bodies the generator starts from and mutates, so that requests get past the first check. */

@@ -85,6 +85,42 @@ function exportBody(target: Record<string, unknown>): Payload {
 const findAll = { query: { size: 100, query: { range: { timestamp: { gte: 0 } } } } };
 
 /**
+ * A bulk write whose items all cross into the other tenant: a Read user is
+ * refused the whole call, an administrator gets one error per item with the
+ * interface's key and nothing written.
+ */
+function bulkRefused(done: "created" | "updated", items: { keys: string[] }[]): Expectation {
+  return {
+    check: (status, body) => {
+      if (status === 403 && body?.messageKey === "NOT_AUTHORIZED") return undefined;
+      if (status !== 200) return `answered ${status}: ${JSON.stringify(body).slice(0, 300)}`;
+      if (body[done]?.length !== 0) return `wrote ${JSON.stringify(body[done]).slice(0, 300)}`;
+      const errors = (body.errors ?? []) as Payload[];
+      const wrong = items.flatMap(({ keys }, index) => {
+        const error = errors.find((e) => e.index === index);
+        return error && keys.includes(error.messageKey) ? [] : [`item ${index}: ${JSON.stringify(error)}`];
+      });
+      return wrong.length ? `not refused with the expected key: ${wrong.join("; ")}` : undefined;
+    },
+  };
+}
+
+/**
+ * A public document (no credentials): it must answer the same to anyone and
+ * hold nothing of any tenant, neither the caller's nor the other's.
+ */
+const publicNoTenantData: Expectation = {
+  check: (status, body) => {
+    const text = JSON.stringify(body ?? null);
+    if (status !== 200 && !(status === 404 && body?.messageKey === "NOT_FOUND")) return `answered ${status}: ${text}`;
+    const leaked = [...markersOf(objects.acme), ...markersOf(objects.globex)].filter((m) => text.includes(m));
+    return leaked.length
+      ? `a public document holds tenant data: ${leaked.join(", ")}: ${text.slice(0, 300)}`
+      : undefined;
+  },
+};
+
+/**
  * Every operation of /openapi.json with the calls that try it across the
  * boundary. A new operation without an entry fails the first test.
  */
@@ -238,6 +274,123 @@ const MATRIX: Record<string, Entry> = {
   ],
   "DELETE /admin/things/{thingName}": ({ v }) => [
     { method: "DELETE", path: `/admin/things/${v.thingName}`, expect: refused("NOT_AUTHORIZED", "THING_NOT_FOUND") },
+  ],
+
+  // Public: MIC clients read these before they log in. No tenant object is named and none may be in them.
+  "GET /manifest": () => [
+    get("/manifest", publicNoTenantData),
+    get(`/manifest${q({ hostname: "acme.example" })}`, publicNoTenantData),
+  ],
+  "GET /metadata/manifest": () => [get("/metadata/manifest", publicNoTenantData)],
+
+  "GET /user": () => [get("/user")],
+  "GET /users/{userName}": ({ v }) => [
+    get(`/users/${TENANTS[v.tenant].reader}`, refused("NOT_AUTHORIZED", "USER_NOT_FOUND")),
+    get(`/users/${TENANTS[v.tenant].user}`, refused("NOT_AUTHORIZED", "USER_NOT_FOUND")),
+  ],
+  "POST /users": ({ a, v }) => [
+    {
+      method: "POST",
+      path: "/users",
+      body: { userName: "intruder", password: "intruder-pw", roleName: "ReadWrite", domainName: v.tenant },
+      expect: refused(),
+    },
+    {
+      method: "POST",
+      path: "/users",
+      body: {
+        userName: "intruder2",
+        password: "intruder-pw",
+        roleName: "ReadWrite",
+        domainName: a.tenant,
+        privileges: { [a.tenant]: ["Rules.READ"], [v.tenant]: ["Rules.READ"] },
+      },
+      expect: refused(),
+    },
+  ],
+
+  "GET /thingtypes": () => [get("/thingtypes")],
+  "GET /thingtypes/{id}": ({ v }) => [
+    get(`/thingtypes/${v.thingType}`, refused("NOT_AUTHORIZED", "THING_TYPE_NOT_FOUND")),
+  ],
+
+  "POST /things": ({ a, v }) => [
+    {
+      method: "POST",
+      path: "/things",
+      body: { thingName: "intruder-thing", thingType: a.thingType, domain: v.tenant },
+      expect: refused(),
+    },
+    {
+      method: "POST",
+      path: "/things",
+      body: { thingName: "intruder-thing", thingType: v.thingType, domain: a.tenant },
+      expect: refused("THING_TYPE_NOT_FOUND"),
+    },
+    {
+      // The other's thing name under the own domain would take over its identity.
+      method: "POST",
+      path: "/things",
+      body: { thingName: v.thingName, thingType: a.thingType, domain: a.tenant },
+      expect: refused("ALREADY_EXISTS"),
+    },
+  ],
+  "GET /things/{thingName}": ({ v }) => [get(`/things/${v.thingName}`, refused("NOT_AUTHORIZED", "THING_NOT_FOUND"))],
+  "POST /things/find": ({ v }) => [
+    { method: "POST", path: "/things/find", body: { query: { size: 100 } }, expect: noLeak },
+    {
+      method: "POST",
+      path: "/things/find",
+      body: { query: { size: 100, query: { term: { domain: v.tenant } } } },
+      expect: noLeak,
+    },
+    {
+      method: "POST",
+      path: "/things/find",
+      body: { query: { size: 0, aggs: { domains: { terms: { field: "domain" } } } } },
+      expect: noLeak,
+    },
+  ],
+
+  "POST /admin/things/bulk": ({ a, v }) => [
+    {
+      method: "POST",
+      path: "/admin/things/bulk",
+      body: {
+        things: [
+          { thingName: "intruder-bulk-1", thingType: a.thingType, domain: v.tenant },
+          { thingName: "intruder-bulk-2", thingType: v.thingType, domain: a.tenant },
+          { thingName: v.thingName, thingType: a.thingType, domain: a.tenant },
+        ],
+      },
+      expect: bulkRefused("created", [
+        { keys: NOT_AUTHORIZED },
+        { keys: ["THING_TYPE_NOT_FOUND"] },
+        { keys: ["ALREADY_EXISTS"] },
+      ]),
+    },
+  ],
+  "PATCH /admin/things": ({ a, v }) => [
+    {
+      method: "PATCH",
+      path: "/admin/things",
+      body: {
+        things: [
+          { thingName: v.thingName, label: "pwned" },
+          { thingName: v.thingName, domain: a.tenant },
+          { thingName: a.thingName, domain: v.tenant },
+          { thingName: a.thingName, thingType: v.thingType },
+          { thingName: a.thingName, serial: v.serial },
+        ],
+      },
+      expect: bulkRefused("updated", [
+        { keys: ["NOT_AUTHORIZED", "THING_NOT_FOUND"] },
+        { keys: ["NOT_AUTHORIZED", "THING_NOT_FOUND"] },
+        { keys: NOT_AUTHORIZED },
+        { keys: ["THING_TYPE_NOT_FOUND"] },
+        { keys: ["CONFLICT", "ALREADY_EXISTS", "INVALID_ARGUMENTS"] },
+      ]),
+    },
   ],
 
   "GET /admin/thing-groups": () => [get("/admin/thing-groups")],
@@ -749,18 +902,14 @@ describe("tenant matrix: every operation across the boundary between two sibling
     }
   });
 
-  // KNOWN_FIXED_ELSEWHERE (engineer "ingest", issue 14 finding 1): an item that is a JSON string encoding an
-  // observation of the other tenant's thing is accepted. Runs last, since it changes the victim when it fails.
-  // Once "ingest" is merged this passes: drop `.fails`.
-  it.fails(
-    "refuses an observation of the other tenant's thing sent as a JSON string item (KNOWN_FIXED_ELSEWHERE)",
-    async () => {
-      const v = objects.acme;
-      const item = JSON.stringify({ thingName: v.thingName, timestamp: Date.now(), state: { temp: 77 } });
-      const res = await t.call("POST", "/observations", { user: TENANTS.globex.user, body: [item] });
-      const body: Payload = await res.json();
-      expect(body.accepted).toBe(0);
-      expect(stable(await snapshot(v))).toEqual(stable(before.acme));
-    },
-  );
+  // Issue 14 finding 1 (fixed by "ingest"): an item that is a JSON string encoding an observation of the other
+  // tenant's thing was accepted. Runs last, since it would change the victim if it came back.
+  it("refuses an observation of the other tenant's thing sent as a JSON string item", async () => {
+    const v = objects.acme;
+    const item = JSON.stringify({ thingName: v.thingName, timestamp: Date.now(), state: { temp: 77 } });
+    const res = await t.call("POST", "/observations", { user: TENANTS.globex.user, body: [item] });
+    const body: Payload = await res.json();
+    expect(body.accepted).toBe(0);
+    expect(stable(await snapshot(v))).toEqual(stable(before.acme));
+  });
 });
