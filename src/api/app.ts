@@ -3,7 +3,7 @@ import { HTTPException } from "hono/http-exception";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { requestId } from "hono/request-id";
-import { ApiError } from "../errors/index.js";
+import { ApiError, frameworkError } from "../errors/index.js";
 import { authentication } from "./auth-middleware.js";
 import type { Api, ApiEnv, RouteModule, Services } from "./context.js";
 import { registerDocs } from "./docs.js";
@@ -109,8 +109,9 @@ export function createApp(services: Services, modules: readonly RouteModule[]): 
   app.onError((err, c) => {
     if (err instanceof ApiError) return c.json(err.body(), err.status as 400);
     if (err instanceof HTTPException && err.status < 500) {
-      // Hono's own 4xx, such as a body that is not JSON.
-      return c.json({ message: err.message || "Invalid request", messageKey: "INVALID_ARGUMENTS" }, err.status);
+      // Hono's own 4xx, such as a body that is not JSON or not of the declared media type.
+      const error = frameworkError(err.status, err.message);
+      return c.json(error.body(), error.status as 400);
     }
     c.get("log")?.error({ err }, "internal error");
     return c.json({ message: `Internal error (request ${c.get("requestId")})`, messageKey: "INTERNAL_ERROR" }, 500);

@@ -67,6 +67,27 @@ export class ApiError extends Error {
   }
 }
 
+/** The key that stands for a whole HTTP status, for a 4xx the framework answers itself. */
+const GENERIC_KEY: Partial<Record<number, ErrorKey>> = {
+  401: "UNAUTHORIZED",
+  403: "FORBIDDEN",
+  404: "NOT_FOUND",
+  409: "CONFLICT",
+  413: "PAYLOAD_TOO_LARGE",
+  431: "HEADERS_TOO_LARGE",
+};
+
+/**
+ * A 4xx of the framework (Hono, its validators) as an interface error: its
+ * status's own key where the interface has one, else INVALID_ARGUMENTS at 400
+ * (a 415 for a body sent as text/plain, a 405, ...), so that a key always
+ * comes with the status the interface gives it.
+ */
+export function frameworkError(status: number, message: string): ApiError {
+  const key = GENERIC_KEY[status] ?? "INVALID_ARGUMENTS";
+  return new ApiError(key, message || "Invalid request");
+}
+
 export const required = (property: string): ApiError =>
   new ApiError("PROPERTY_REQUIRED", `Property ${property} is required`, property);
 
