@@ -129,7 +129,16 @@ describe("file names", () => {
     }
     // Nothing was written outside the objects of the store.
     expect(existsSync(join(t.dataDir, "escape"))).toBe(false);
-    const allowed = ["dms.sqlite", "dms.sqlite-shm", "dms.sqlite-wal", "files", "provision.json", "signing-key"];
+    // The data dir's own entries: the database, the file store, the provisioning file and the service keys.
+    const allowed = [
+      "device-secret-key",
+      "dms.sqlite",
+      "dms.sqlite-shm",
+      "dms.sqlite-wal",
+      "files",
+      "provision.json",
+      "signing-key",
+    ];
     for (const entry of readdirSync(t.dataDir)) expect(allowed).toContain(entry);
   });
 });
