@@ -34,6 +34,30 @@ start_detached() {
   setsid nohup bash -c 'echo $$ >"$0"; exec "$@"' "$PID_FILE" "$@" >"$out" 2>&1 </dev/null 9>&- &
 }
 
+# await_start WHAT OUT TIMEOUT INTERVAL PROBE: waits for the service start_detached launched (its pid in
+# $PID_FILE, its output in OUT) until the function PROBE succeeds, checking every INTERVAL seconds; sets
+# STARTED_PID. Dies with the output's tail when the service exits first or TIMEOUT seconds pass (then
+# killing it), so a start never hangs on a service that will not come up.
+await_start() {
+  local what="$1" out="$2" timeout="$3" interval="$4" probe="$5"
+  local deadline=$((SECONDS + timeout)) pid=""
+  while ((SECONDS < deadline)); do
+    [[ -n "$pid" ]] || pid="$(cat "$PID_FILE" 2>/dev/null || true)"
+    if [[ -n "$pid" ]] && ! kill -0 "$pid" 2>/dev/null; then
+      tail -n 50 "$out" >&2 || true
+      die "$what exited during start-up (log above)"
+    fi
+    if "$probe"; then
+      STARTED_PID="$pid"
+      return 0
+    fi
+    sleep "$interval"
+  done
+  tail -n 50 "$out" >&2 || true
+  if [[ -n "$pid" ]]; then kill -KILL "$pid" 2>/dev/null || true; fi
+  die "$what did not answer within ${timeout}s (log above)"
+}
+
 # move_into_cache DIR CACHE_DIR WHAT: marks the fully fetched DIR complete and renames it to CACHE_DIR
 # in one step, so that the cache is either absent or whole. When another start finished first, its
 # cache is as good as ours (DIR is then left for the caller's clean-up).

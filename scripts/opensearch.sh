@@ -90,23 +90,10 @@ cmd_start() {
     -basePath "$OPENSEARCH_STATE_DIR/node" -numOfNode 1 -baseHttpPort $((OPENSEARCH_PORT - 1)) \
     -clusterName "dms-opensearch-$OPENSEARCH_PORT"
 
-  local deadline=$((SECONDS + OPENSEARCH_START_TIMEOUT)) pid=""
-  while ((SECONDS < deadline)); do
-    [[ -n "$pid" ]] || pid="$(cat "$PID_FILE" 2>/dev/null || true)"
-    if [[ -n "$pid" ]] && ! kill -0 "$pid" 2>/dev/null; then
-      tail -n 50 "$OPENSEARCH_STATE_DIR/stdout.log" >&2 || true
-      die "OpenSearch exited during start-up (log above, state dir $OPENSEARCH_STATE_DIR)"
-    fi
-    if node_answers; then
-      log "OpenSearch up on $URL (pid $pid, log in $OPENSEARCH_STATE_DIR/stdout.log)"
-      echo "OPENSEARCH_URL=$URL"
-      return 0
-    fi
-    sleep 1
-  done
-  tail -n 50 "$OPENSEARCH_STATE_DIR/stdout.log" >&2 || true
-  if [[ -n "$pid" ]]; then kill -KILL "$pid" 2>/dev/null || true; fi
-  die "OpenSearch did not answer on $URL within ${OPENSEARCH_START_TIMEOUT}s (log above)"
+  await_start "OpenSearch on $URL (state dir $OPENSEARCH_STATE_DIR)" "$OPENSEARCH_STATE_DIR/stdout.log" \
+    "$OPENSEARCH_START_TIMEOUT" 1 node_answers
+  log "OpenSearch up on $URL (pid $STARTED_PID, log in $OPENSEARCH_STATE_DIR/stdout.log)"
+  echo "OPENSEARCH_URL=$URL"
 }
 
 dispatch "/tmp/dms-opensearch-$OPENSEARCH_PORT.lock" $((OPENSEARCH_START_TIMEOUT + OPENSEARCH_STOP_TIMEOUT + 60)) "$@"

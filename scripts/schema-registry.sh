@@ -213,23 +213,10 @@ cmd_start() {
 
   start_detached "$LOG_DIR/stdout.log" java "${JAVA_ARGS[@]}"
 
-  local deadline=$((SECONDS + SCHEMA_REGISTRY_START_TIMEOUT)) pid=""
-  while ((SECONDS < deadline)); do
-    [[ -n "$pid" ]] || pid="$(cat "$PID_FILE" 2>/dev/null || true)"
-    if [[ -n "$pid" ]] && ! kill -0 "$pid" 2>/dev/null; then
-      tail -n 50 "$LOG_DIR/stdout.log" >&2 || true
-      die "registry exited during start-up (log above, state dir $SCHEMA_REGISTRY_STATE_DIR)"
-    fi
-    if registry_answers; then
-      log "registry up on $BASE_URL (pid $pid, log in $LOG_DIR)"
-      echo "SCHEMA_REGISTRY_URL=$REGISTRY_URL"
-      return 0
-    fi
-    sleep 0.5
-  done
-  tail -n 50 "$LOG_DIR/stdout.log" >&2 || true
-  if [[ -n "$pid" ]]; then kill -KILL "$pid" 2>/dev/null || true; fi
-  die "registry did not answer on $REGISTRY_URL within ${SCHEMA_REGISTRY_START_TIMEOUT}s (log above, state dir $SCHEMA_REGISTRY_STATE_DIR)"
+  await_start "registry on $REGISTRY_URL (state dir $SCHEMA_REGISTRY_STATE_DIR)" "$LOG_DIR/stdout.log" \
+    "$SCHEMA_REGISTRY_START_TIMEOUT" 0.5 registry_answers
+  log "registry up on $BASE_URL (pid $STARTED_PID, log in $LOG_DIR)"
+  echo "SCHEMA_REGISTRY_URL=$REGISTRY_URL"
 }
 
 dispatch "/tmp/dms-schema-registry-$SCHEMA_REGISTRY_PORT.lock" $((SCHEMA_REGISTRY_START_TIMEOUT + SCHEMA_REGISTRY_STOP_TIMEOUT + 120)) "$@"
