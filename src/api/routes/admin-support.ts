@@ -23,6 +23,13 @@ export function authorizeChange(principal: Principal, resource: Resource, from: 
 }
 
 /** The domains a user lives in: its home and every domain it holds privileges on. */
+/** The user named, or 404 `USER_NOT_FOUND` naming `userName`. */
+export function existingUser(identity: Identity, userName: string): User {
+  const user = identity.user(userName);
+  if (!user) throw notFound("USER_NOT_FOUND", `User ${userName}`, "userName");
+  return user;
+}
+
 export function domainsOf(user: Pick<User, "homeDomain" | "privileges">): string[] {
   return [...new Set([user.homeDomain, ...Object.keys(user.privileges)])];
 }

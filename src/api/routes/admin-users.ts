@@ -1,9 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { ROLES, isGrant, requireReadWrite, type User } from "../../auth/index.js";
-import { notFound } from "../../errors/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
-import { authorizeGrants, authorizeUser, domainsOf, requireDomains } from "./admin-support.js";
+import { authorizeGrants, authorizeUser, domainsOf, existingUser, requireDomains } from "./admin-support.js";
 
 export const Privileges = z.record(
   z.string().min(1),
@@ -90,11 +89,7 @@ const remove = createRoute({
 });
 
 export const adminUserRoutes: RouteModule = (app, { identity }) => {
-  const existing = (userName: string): User => {
-    const user = identity.user(userName);
-    if (!user) throw notFound("USER_NOT_FOUND", `User ${userName}`, "userName");
-    return user;
-  };
+  const existing = (userName: string): User => existingUser(identity, userName);
 
   app.openapi(list, (c) => {
     const principal = c.get("principal");

@@ -10,11 +10,10 @@ import {
   type User,
 } from "../../auth/index.js";
 import { randomSecret } from "../../config/index.js";
-import { notFound } from "../../errors/index.js";
 import type { RouteModule } from "../context.js";
 import { jsonBody, jsonResponses } from "../openapi.js";
 import { Privileges } from "./admin-users.js";
-import { authorizeGrants, authorizeUser, domainsOf, requireDomains } from "./admin-support.js";
+import { authorizeGrants, authorizeUser, domainsOf, existingUser, requireDomains } from "./admin-support.js";
 
 /**
  * The User API of MIC as its clients call it (GET /users/{userName}, GET /user,
@@ -109,11 +108,7 @@ function view(identity: Identity, user: User): z.infer<typeof MicUserSchema> {
 }
 
 export const userRoutes: RouteModule = (app, { identity }) => {
-  const existing = (userName: string): User => {
-    const user = identity.user(userName);
-    if (!user) throw notFound("USER_NOT_FOUND", `User ${userName}`, "userName");
-    return user;
-  };
+  const existing = (userName: string): User => existingUser(identity, userName);
 
   app.openapi(get, (c) => {
     const user = existing(c.req.valid("param").userName);
