@@ -585,13 +585,15 @@ const MATRIX: Record<string, Entry> = {
     {
       method: "POST",
       path: `/actions/dead-letters/${v.deliveryId}/retry`,
-      expect: refused("NOT_AUTHORIZED", "NOT_FOUND"),
+      // As a missing one: sequential ids must not tell another tenant what exists.
+      expect: refused("NOT_FOUND"),
     },
   ],
 
   "GET /events": ({ v }) => [get("/events"), get(`/events${q({ thingName: v.thingName })}`)],
   "POST /events/{id}/ack": ({ v }) => [
-    { method: "POST", path: `/events/${v.eventId}/ack`, expect: refused("NOT_AUTHORIZED", "NOT_FOUND") },
+    // As a missing one: sequential ids must not tell another tenant what exists.
+    { method: "POST", path: `/events/${v.eventId}/ack`, expect: refused("NOT_FOUND") },
   ],
 
   "POST /observations/export/jobs": ({ v }) => [

@@ -77,7 +77,10 @@ export const actionRoutes: RouteModule = (app, { actions, identity }) => {
     const principal = c.get("principal");
     const { id } = c.req.valid("param");
     const domain = actions.domainOf(id);
-    if (domain === undefined) throw notFound("NOT_FOUND", `Dead letter ${id}`, "id");
+    // Another tenant's dead letter answers as a missing one: ids are sequential, existence is not to be probed.
+    if (domain === undefined || !principal.can("Rules.READ", domain)) {
+      throw notFound("NOT_FOUND", `Dead letter ${id}`, "id");
+    }
     requireReadWrite(principal);
     authorize(principal, "Rules.UPDATE", domain);
     const retried = actions.retryDeadLetter(id);

@@ -106,7 +106,8 @@ export const eventRoutes: RouteModule = (app, { events, identity }) => {
     const principal = c.get("principal");
     const { id } = c.req.valid("param");
     const event = events.get(id);
-    if (!event) throw notFound("NOT_FOUND", `Event ${id}`, "id");
+    // Another tenant's event answers as a missing one: ids are sequential, existence is not to be probed.
+    if (!event || !principal.can("Events.READ", event.domain)) throw notFound("NOT_FOUND", `Event ${id}`, "id");
     requireReadWrite(principal);
     authorize(principal, "Events.UPDATE", event.domain);
     return c.json(events.acknowledge(id, principal.userName)!, 200);
