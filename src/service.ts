@@ -9,6 +9,7 @@ import { authentication, createApp, routeModules, type Api, type Services } from
 import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { BusRelay, EventBus } from "./bus/index.js";
 import { topicLayout, type Config } from "./config/index.js";
+import { observationsProducer } from "./kafka/index.js";
 import { answerMalformedRequests } from "./errors/index.js";
 import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
 import {
@@ -17,7 +18,6 @@ import {
   decodeDevicePayload,
   deviceIngest,
   GroupCommit,
-  kafkaIngest,
   type Ingested,
 } from "./engine/index.js";
 import { createMailer } from "./mail/index.js";
@@ -110,7 +110,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   // With Kafka, SET_RESOURCE and device observations go to the observations topic from every process,
   // so the engine process owning the thing's partition evaluates them.
   const observationsTopic = config.KAFKA_BROKERS
-    ? kafkaIngest(config.KAFKA_BROKERS, config.KAFKA_OBSERVATIONS_TOPIC, topicLayout(config), logger)
+    ? observationsProducer(config.KAFKA_BROKERS, config.KAFKA_OBSERVATIONS_TOPIC, topicLayout(config), logger)
     : undefined;
   // `ingest` is read at delivery time: the topic's producer, or the engine's once it runs.
   const ingest = () => services.ingest;

@@ -1,22 +1,15 @@
-import { randomUUID } from "node:crypto";
-import { LRUCache } from "lru-cache";
 import type { StoredObservationInput } from "../observations/index.js";
 import type { Rule } from "../rule-model/index.js";
-import {
-  compileRule,
-  conditionsOf,
-  EvalContext,
-  readGeoPoint,
-  RuleSet,
-  UNTYPED,
-  type CompiledRule,
-  type CompileOptions,
-} from "./compile/index.js";
-import { MAX_DEAD_LETTER_PAYLOAD, type DeadLetter, type DeadLetterReason } from "./dead-letters.js";
+import { EvalContext, readGeoPoint, type CompileOptions } from "./compile/index.js";
+import { deadLetter, observationId, storedObservation, wrongType } from "./checks.js";
+import type { DeadLetter, DeadLetterReason } from "./dead-letters.js";
 import type { Ingested, Refusal } from "./decode.js";
+import { RuleIndex, type TypeRules } from "./rule-index.js";
+import { mergeNested, Runtimes, type Runtime } from "./runtimes.js";
 import type { ActionSink, RulePayload, TriggeredAction } from "./sink.js";
-import type { StateStore, ThingState, ThresholdState } from "./state.js";
-import type { ThingInfo, ThingResolver } from "./things.js";
+import type { StateStore, ThingState } from "./state/index.js";
+import type { ThingResolver } from "./things.js";
+import { Thresholds } from "./thresholds.js";
 import type { NestedObservation, SourcePosition } from "./types.js";
 
 export interface EngineOptions {
@@ -58,11 +51,6 @@ export interface BatchWork extends BatchResult {
   changed: ThingState[];
 }
 
-interface TypeRules {
-  general: RuleSet;
-  byThing: Map<string, RuleSet>;
-}
-
 /** An observation that passed the checks, between `one` and `advance`. */
 interface Pending {
   position: SourcePosition;
@@ -80,10 +68,6 @@ interface Pending {
   id: string | undefined;
   actions: TriggeredAction[] | undefined;
 }
-
-const MAX_SPARE_THRESHOLDS = 10_000;
-/** Unknown thing names remembered, so a stream of them does not hit the registry each time. */
-const UNKNOWN_THINGS_CACHE = 10_000;
 
 function newPending(position: SourcePosition, rt: Runtime): Pending {
   return {
@@ -106,73 +90,41 @@ function pendingId(p: Pending): string {
   return (p.id ??= observationId(p.position));
 }
 
-/** A thing the engine has seen: what it is, its state and its thresholds, all mutated in place. */
-interface Runtime {
-  info: ThingInfo;
-  state: ThingState;
-  hasPos: boolean;
-  lon: number;
-  lat: number;
-  /** The last batch that changed this thing, so `BatchWork.changed` lists it once. */
-  batch: number;
-  /** `info.domain` and `info.domains`, here to save the rule check a pointer chase (a cache miss per thing). */
-  domain: string;
-  domains: ReadonlySet<string>;
-}
-
 /**
  * The loop that joins sources, compiled rules and state: decode, check,
  * evaluate only the rules indexed for the thing, count thresholds, merge
  * state; then hand the batch's actions to the sink, store the batch and make
- * the state durable, in that order, before the source may commit.
+ * the state durable, in that order, before the source may commit. Its parts:
+ * the rule index (`rule-index.ts`), the checks (`checks.ts`), the things'
+ * records (`runtimes.ts`) and the thresholds (`thresholds.ts`).
  */
 export class RuleEngine {
-  private readonly rules = new Map<string, CompiledRule>();
-  private readonly types = new Map<string, TypeRules>();
-  private readonly runtimes = new Map<string, Runtime>();
-  /** Thing names found unknown, so their observations skip the registry: keyed by input, so bounded. */
-  private readonly unknown = new LRUCache<string, true>({ max: UNKNOWN_THINGS_CACHE });
+  private readonly rules: RuleIndex;
+  private readonly things: Runtimes;
+  private readonly thresholds: Thresholds;
   private readonly ctx = new EvalContext();
-  private readonly matched: CompiledRule[] = [];
-  /**
-   * Threshold entries pruned from one thing, reused for the next match anywhere: a match
-   * lives for a few observations of its thing, and allocating each would feed the GC.
-   * Nothing else holds a pruned entry (state stores read the things' lists when they flush).
-   */
-  private readonly spareThresholds: ThresholdState[] = [];
   /** Reused records of the current batch's accepted observations, in batch order. */
   private readonly pending: Pending[] = [];
   /** The current batch's pending records by thing type, reused. */
   private readonly groups = new Map<string, Pending[]>();
   /** `<source>:<partition>` by source and partition, made once rather than per observation. */
   private readonly sourceKeys = new Map<string, string[]>();
-  private readonly fired: CompiledRule[] = [];
   private readonly clock: () => number;
   private queue: Promise<unknown> = Promise.resolve();
-  private matchCount = 0;
   private batchNumber = 0;
 
   constructor(private readonly options: EngineOptions) {
     this.clock = options.clock ?? Date.now;
+    this.rules = new RuleIndex(options.compile, options.indexRules);
+    this.things = new Runtimes(options.resolveThing, options.state);
+    this.thresholds = new Thresholds(this.rules);
   }
 
   // ---- rules ----
 
   /** Replaces every rule (start-up). Throws nothing: a rule that does not compile is skipped and returned. */
   load(rules: readonly Rule[]): { id: string; error: string }[] {
-    const errors: { id: string; error: string }[] = [];
-    this.rules.clear();
-    for (const rule of rules) {
-      if (!rule.enabled) continue;
-      try {
-        this.rules.set(rule.id, compileRule(rule, this.options.compile));
-      } catch (err) {
-        errors.push({ id: rule.id, error: (err as Error).message });
-      }
-    }
-    this.types.clear();
-    for (const type of new Set([...this.rules.values()].map((r) => r.thingType))) this.rebuild(type);
-    return errors;
+    return this.rules.load(rules);
   }
 
   /**
@@ -181,44 +133,11 @@ export class RuleEngine {
    * conditions changed start over, every other rule keeps its state.
    */
   apply(id: string, rule: Rule | null): void {
-    const before = this.rules.get(id);
-    const compiled = rule && rule.enabled ? compileRule(rule, this.options.compile) : undefined;
-    if (compiled) this.rules.set(id, compiled);
-    else this.rules.delete(id);
-    if (!rule || !before || conditionsOf(before.rule) !== conditionsOf(rule)) this.dropThresholds(id);
-    if (before) this.rebuild(before.thingType);
-    if (compiled && compiled.thingType !== before?.thingType) this.rebuild(compiled.thingType);
+    if (this.rules.apply(id, rule)) this.options.state.dropRule(id);
   }
 
   get ruleCount(): number {
     return this.rules.size;
-  }
-
-  private dropThresholds(id: string): void {
-    this.options.state.dropRule(id);
-  }
-
-  private rebuild(thingType: string): void {
-    const rules = [...this.rules.values()].filter((r) => r.thingType === thingType);
-    if (rules.length === 0) {
-      this.types.delete(thingType);
-      return;
-    }
-    const byThingLists = new Map<string, CompiledRule[]>();
-    for (const r of rules) {
-      for (const name of r.thingNames ?? []) {
-        const list = byThingLists.get(name);
-        if (list) list.push(r);
-        else byThingLists.set(name, [r]);
-      }
-    }
-    this.types.set(thingType, {
-      general: new RuleSet(
-        rules.filter((r) => r.thingNames === undefined),
-        this.options.indexRules,
-      ),
-      byThing: new Map([...byThingLists].map(([name, list]) => [name, new RuleSet(list, this.options.indexRules)])),
-    });
   }
 
   /**
@@ -246,13 +165,7 @@ export class RuleEngine {
 
   /** A thing, its type or a domain changed in the registry: resolve it again on its next observation. */
   forgetThing(thingName?: string): void {
-    if (thingName === undefined) {
-      this.runtimes.clear();
-      this.unknown.clear();
-    } else {
-      this.runtimes.delete(thingName);
-      this.unknown.delete(thingName);
-    }
+    this.things.forget(thingName);
   }
 
   // ---- observations ----
@@ -310,7 +223,7 @@ export class RuleEngine {
       changed: [],
     };
     const now = this.clock();
-    this.matchCount = 0;
+    this.thresholds.matches = 0;
     this.batchNumber++;
     // Check every observation first (dead letters in batch order), then evaluate them grouped by thing
     // type: one type's rules stay in the CPU cache across its observations instead of being evicted by
@@ -333,7 +246,7 @@ export class RuleEngine {
     }
     for (const group of byType.values()) {
       if (group.length === 0) continue;
-      const typeRules = this.types.get(group[0]!.rt.info.thingType);
+      const typeRules = this.rules.ofType(group[0]!.rt.info.thingType);
       for (let i = 0; i < group.length; i++) this.advance(group[i]!, typeRules, now, work);
     }
     // Stored observations and actions in batch order, whatever order they were evaluated in.
@@ -342,10 +255,10 @@ export class RuleEngine {
     for (let i = 0; i < accepted; i++) {
       const p = pending[i]!;
       work.accepted++;
-      if (keep) work.stored.push(stored(pendingId(p), p.rt.info, p.thingName, p.timestamp, p.os, p.nested));
+      if (keep) work.stored.push(storedObservation(pendingId(p), p.rt.info, p.thingName, p.timestamp, p.os, p.nested));
       if (p.actions !== undefined) for (let j = 0; j < p.actions.length; j++) work.actions.push(p.actions[j]!);
     }
-    work.matched = this.matchCount;
+    work.matched = this.thresholds.matches;
     return work;
   }
 
@@ -354,7 +267,7 @@ export class RuleEngine {
     const o = item.observation;
     if (o === undefined) return this.refuse(item, item.refusal, index, now, work);
     const thingName = o.thingName;
-    const rt = this.runtime(thingName);
+    const rt = this.things.get(thingName);
     if (rt === undefined) {
       return this.reject(item, index, "unknown-thing", `thing ${thingName} is not known`, now, work, thingName);
     }
@@ -436,12 +349,12 @@ export class RuleEngine {
 
     let fired = 0;
     if (typeRules !== undefined) {
-      fired = this.evaluate(typeRules.general, rt, seq, now, fired);
+      fired = this.thresholds.count(typeRules.general, ctx, rt, seq, now, fired);
       const own = typeRules.byThing.size === 0 ? undefined : typeRules.byThing.get(p.thingName);
-      if (own !== undefined) fired = this.evaluate(own, rt, seq, now, fired);
+      if (own !== undefined) fired = this.thresholds.count(own, ctx, rt, seq, now, fired);
     }
 
-    if (st.thresholds !== undefined && st.thresholds.length > 0) this.prune(st.thresholds, seq, now);
+    if (st.thresholds !== undefined && st.thresholds.length > 0) this.thresholds.prune(st.thresholds, ctx, seq, now);
 
     // Merge after evaluating: expressions saw the state before this observation.
     Object.assign(st.state, os);
@@ -462,79 +375,6 @@ export class RuleEngine {
     }
   }
 
-  private evaluate(set: RuleSet, rt: Runtime, seq: number, now: number, fired: number): number {
-    const st = rt.state;
-    const matched = this.matched;
-    const n = set.matches(this.ctx, matched);
-    const domains = rt.domains;
-    const own = rt.domain;
-    for (let i = 0; i < n; i++) {
-      const rule = matched[i]!;
-      if (rule.domain !== own && !domains.has(rule.domain)) continue;
-      this.matchCount++;
-      let list = st.thresholds;
-      if (list === undefined) list = st.thresholds = [];
-      let th: ThresholdState | undefined;
-      for (let j = 0; j < list.length; j++) {
-        if (list[j]!.ruleId === rule.id) {
-          th = list[j];
-          break;
-        }
-      }
-      if (th === undefined) {
-        th = this.spareThresholds.pop() ?? { ruleId: "", count: 0, lastFiredAt: 0, lastSeq: -1, version: 0 };
-        th.ruleId = rule.id;
-        startOver(th, rule.version);
-        list.push(th);
-      } else if (th.version !== rule.version) {
-        // Counted under the rule's previous conditions (kept in the database while the rule changed).
-        // An entry from before versions existed has none: it keeps its count, as it always has.
-        if (th.version === undefined) th.version = rule.version;
-        else startOver(th, rule.version);
-      }
-      // Consecutive: the previous observation of this thing matched too; anything else started over.
-      th.count = th.lastSeq === seq - 1 ? th.count + 1 : 1;
-      th.lastSeq = seq;
-      if (th.count >= rule.count && (th.lastFiredAt === 0 || now - th.lastFiredAt >= rule.intervalMs)) {
-        th.count = 0;
-        // Only an interval needs the time; without one the entry can go.
-        th.lastFiredAt = rule.intervalMs > 0 ? now : 0;
-        this.fired[fired++] = rule;
-      }
-    }
-    return fired;
-  }
-
-  /**
-   * Keeps only thresholds that matter: a count this observation continued, a
-   * count this observation does not concern (it carries none of the rule's
-   * resources: it neither matches nor resets, so the count goes on as if it
-   * had not been seen), or a firing whose interval has not passed. Everything
-   * else equals no entry. Only live entries pay the concern test: a rule at
-   * count 0 has nothing to reset.
-   */
-  private prune(list: ThresholdState[], seq: number, now: number): void {
-    let w = 0;
-    for (let r = 0; r < list.length; r++) {
-      const e = list[r]!;
-      let keep = e.lastSeq === seq && e.count > 0;
-      if (!keep && e.count > 0 && e.lastSeq === seq - 1) {
-        const rule = this.rules.get(e.ruleId);
-        if (rule !== undefined && !rule.concerns(this.ctx)) {
-          e.lastSeq = seq;
-          keep = true;
-        }
-      }
-      if (!keep && e.lastFiredAt !== 0) {
-        const rule = this.rules.get(e.ruleId);
-        keep = rule !== undefined && now - e.lastFiredAt < rule.intervalMs;
-      }
-      if (keep) list[w++] = e;
-      else if (this.spareThresholds.length < MAX_SPARE_THRESHOLDS) this.spareThresholds.push(e);
-    }
-    list.length = w;
-  }
-
   private trigger(
     fired: number,
     rt: Runtime,
@@ -551,7 +391,7 @@ export class RuleEngine {
     const observation: RulePayload["observation"] = { id: observationId, timestamp, state: os };
     if (nested) observation.nested = nested;
     for (let f = 0; f < fired; f++) {
-      const rule = this.fired[f]!.rule;
+      const rule = this.thresholds.fired[f]!.rule;
       const payload: RulePayload = {
         rule: { id: rule.id, name: rule.name, domain: rule.filter.domain },
         thing: { thingName: info.thingName, thingType: info.thingType, domain: info.domain, state: thingState },
@@ -574,45 +414,10 @@ export class RuleEngine {
     }
   }
 
-  private runtime(thingName: string): Runtime | undefined {
-    const known = this.runtimes.get(thingName);
-    if (known !== undefined) return known;
-    if (this.unknown.has(thingName)) return undefined;
-    const info = this.options.resolveThing(thingName);
-    if (info === undefined) {
-      this.unknown.set(thingName, true);
-      return undefined;
-    }
-    let state = this.options.state.thing(thingName);
-    if (state === undefined) {
-      state = { thingName, timestamp: 0, state: {}, seq: 0 };
-      this.options.state.add(state);
-    }
-    const rt: Runtime = {
-      info,
-      state,
-      hasPos: false,
-      lon: 0,
-      lat: 0,
-      batch: 0,
-      domain: info.domain,
-      domains: info.domains,
-    };
-    const prev: [number, number] = [0, 0];
-    if (state.state.latlng !== undefined && readGeoPoint(state.state.latlng, prev)) {
-      rt.hasPos = true;
-      rt.lon = prev[0];
-      rt.lat = prev[1];
-    }
-    this.runtimes.set(thingName, rt);
-    return rt;
-  }
-
   /** An input the decode refused: a dead letter, readable in the domain of the thing it names when that is known. */
   private refuse(item: Ingested, refusal: Refusal, index: number, now: number, work: BatchWork): undefined {
     const name = refusal.thingName;
-    const domain =
-      name === undefined ? undefined : (this.runtimes.get(name)?.domain ?? this.options.resolveThing(name)?.domain);
+    const domain = name === undefined ? undefined : this.things.domainOf(name);
     return this.reject(item, index, refusal.reason, refusal.message, now, work, name, domain);
   }
 
@@ -633,122 +438,6 @@ export class RuleEngine {
 
   /** The thing's last known state (for the rules dry-run and tests). */
   thingState(thingName: string): ThingState | undefined {
-    return this.runtimes.get(thingName)?.state ?? this.options.state.thing(thingName);
+    return this.things.stateOf(thingName);
   }
-}
-
-/** A threshold entry at count 0, never fired, under the rule's conditions of `version`. */
-function startOver(th: ThresholdState, version: number): void {
-  th.version = version;
-  th.count = 0;
-  th.lastFiredAt = 0;
-  th.lastSeq = -1;
-}
-
-/** The first resource whose value does not fit the thing type's declaration. */
-function wrongType(
-  state: Record<string, unknown>,
-  checks: ReadonlyMap<string, (value: unknown) => boolean>,
-  badPosition: boolean,
-): string | undefined {
-  if (badPosition) return "latlng";
-  if (checks.size === 0) return undefined;
-  for (const k in state) {
-    if (k === "latlng") continue;
-    const check = checks.get(k);
-    if (check !== undefined && !check(state[k])) return k;
-  }
-  return undefined;
-}
-
-/**
- * Nested state by (type, id). An item with a type and no id applies to every
- * nested object of that type (SET_RESOURCE on `<type>.<resource>` relies on it).
- */
-export function mergeNested(
-  current: NestedObservation[] | undefined,
-  incoming: readonly NestedObservation[],
-): NestedObservation[] {
-  const list = current ?? [];
-  for (const n of incoming) {
-    const type = n.type ?? UNTYPED;
-    let found = false;
-    for (const c of list) {
-      if ((c.type ?? UNTYPED) !== type) continue;
-      if (n.id === undefined || c.id === n.id) {
-        Object.assign(c.state, n.state);
-        found = true;
-      }
-    }
-    if (!found) {
-      const copy: NestedObservation = { state: { ...n.state } };
-      if (n.type !== undefined) copy.type = n.type;
-      if (n.id !== undefined) copy.id = n.id;
-      list.push(copy);
-    }
-  }
-  return list;
-}
-
-/** `kafka:<topic>:<partition>:<offset>` for Kafka (the same on replay); a generated one otherwise. */
-export function observationId(position: SourcePosition): string {
-  const { source, partition, offset } = position;
-  if (offset === undefined) return `${source}:${randomUUID()}`;
-  return partition === undefined ? `${source}:${offset}` : `${source}:${partition}:${offset}`;
-}
-
-function stored(
-  id: string,
-  info: ThingInfo,
-  thingName: string,
-  timestamp: number,
-  state: Record<string, unknown>,
-  nested: NestedObservation[] | undefined,
-): StoredObservationInput {
-  const document: StoredObservationInput["document"] = {
-    thingName,
-    thingType: info.thingType,
-    domain: info.domain,
-    timestamp,
-    state,
-  };
-  if (nested !== undefined) document.nested = nested;
-  return { sourceKey: id, document };
-}
-
-/** The dead letter of an input: where it came from, why, and its first 4 KiB. */
-export function deadLetter(
-  item: Ingested,
-  reason: DeadLetterReason,
-  message: string,
-  now: number,
-  thingName: string | undefined,
-  domain: string | undefined,
-): DeadLetter {
-  const { source, partition, offset } = item.position;
-  return {
-    source,
-    partition,
-    offset,
-    thingName,
-    domain,
-    reason,
-    message,
-    payload: payloadText(item.input),
-    createdAt: now,
-  };
-}
-
-function payloadText(value: unknown): string | undefined {
-  let text: string | undefined;
-  if (value instanceof Uint8Array) text = Buffer.from(value.buffer, value.byteOffset, value.length).toString("utf8");
-  else {
-    try {
-      text = JSON.stringify(value);
-    } catch {
-      return undefined;
-    }
-  }
-  if (text === undefined) return undefined;
-  return text.length > MAX_DEAD_LETTER_PAYLOAD ? text.slice(0, MAX_DEAD_LETTER_PAYLOAD) : text;
 }

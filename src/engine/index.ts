@@ -1,7 +1,7 @@
 export * from "./types.js";
 export type { Observation, NestedObservation, RawObservation, SourcePosition } from "./types.js";
-export type { ObservationSource } from "./source.js";
-export type { StateStore, ThingState, ThresholdState } from "./state.js";
+export type { ObservationSource } from "./sources/source.js";
+export type { StateStore, ThingState, ThresholdState } from "./state/index.js";
 export type { ObservationIngest } from "./ingest.js";
 export type { ActionSink, RulePayload, TriggeredAction } from "./sink.js";
 export {
@@ -31,7 +31,8 @@ export {
   type ScopeExpression,
 } from "./compile/index.js";
 export { evaluateRule, type DryRunInput, type DryRunResult } from "./evaluate.js";
-export { deadLetter, RuleEngine, type BatchResult, type EngineOptions, type Rejected } from "./engine.js";
+export { RuleEngine, type BatchResult, type EngineOptions, type Rejected } from "./engine.js";
+export { deadLetter } from "./checks.js";
 export { MemoryStateStore, SqliteStateStore, stateMigrations } from "./state/index.js";
 export {
   DeadLetterStore,
@@ -44,6 +45,6 @@ export {
 export { resourceChecks, type ThingInfo, type ThingResolver } from "./things.js";
 export { createEngineService, engineMigrations, type EngineService } from "./service.js";
 export { KafkaObservationSource, type KafkaSourceOptions } from "./sources/kafka.js";
-export { kafkaIngest, type KafkaIngest } from "./sources/kafka-ingest.js";
+export { HttpObservationSource, type HttpIngestResult } from "./sources/http.js";
 export { deviceIngest, type DeviceIngestOptions } from "./sources/device.js";
 export { GroupCommit, type GroupCommitOptions } from "./sources/group-commit.js";

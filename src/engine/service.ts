@@ -14,8 +14,9 @@ import { DeadLetterStore, deadLetterMigrations } from "./dead-letters.js";
 import { decodeMessages, decodeValue, decodeWireMessages, type Ingested, type WireDecoder } from "./decode.js";
 import { RuleEngine, type BatchResult } from "./engine.js";
 import type { ObservationIngest } from "./ingest.js";
-import type { ObservationSource } from "./source.js";
+import type { ObservationSource } from "./sources/source.js";
 import { SqliteStateStore, stateMigrations } from "./state/index.js";
+import { HttpObservationSource } from "./sources/http.js";
 import { KafkaObservationSource } from "./sources/kafka.js";
 import { resourceChecks, type ThingInfo } from "./things.js";
 
@@ -41,8 +42,10 @@ export interface EngineDeps {
 export interface EngineService {
   engine: RuleEngine;
   deadLetters: DeadLetterStore;
+  /** `POST /observations`, started with the engine. */
+  http: HttpObservationSource;
   /**
-   * The embedded sources (`POST /observations`, the MQTT bridge without Kafka): decoded inputs,
+   * The MQTT bridge without Kafka: decoded inputs,
    * refusals included (they become dead letters). Resolves once stored and evaluated, with the rejects.
    */
   accept(batch: readonly Ingested[]): Promise<BatchResult>;
@@ -111,6 +114,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
     }
   };
 
+  const http = new HttpObservationSource();
   const unsubscribe: (() => void)[] = [];
   let kafka: ObservationSource | undefined;
   let stopping = false;
@@ -165,6 +169,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
   return {
     engine,
     deadLetters,
+    http,
     accept: timed,
     ingest: async (observations, source) => {
       const result = await timed(observations.map((o) => decodeValue(o, { source })));
@@ -191,6 +196,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
         bus.follow("domain.changed", () => engine.forgetThing()),
       );
       stopping = false;
+      await http.start(timed);
       if (config.KAFKA_BROKERS) startKafka(config.KAFKA_BROKERS);
     },
     async stop() {
@@ -200,6 +206,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
       await kafka?.stop();
       await consuming;
       await kafka?.stop();
+      await http.stop();
       kafkaReady?.waiting("stopped");
       for (const off of unsubscribe.splice(0)) off();
     },

@@ -2,10 +2,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { requireReadWrite, ROOT_DOMAIN } from "../../auth/index.js";
 import {
   DEAD_LETTER_REASONS,
-  decodeValue,
   type DeadLetterReason,
   type EngineService,
-  type Ingested,
   type StoredDeadLetter,
 } from "../../engine/index.js";
 import { ApiError } from "../../errors/index.js";
@@ -98,35 +96,21 @@ export const observationsIngestRoutes: RouteModule = (app, services) => {
     const principal = c.get("principal");
     requireReadWrite(principal);
     const items = c.req.valid("json");
-    const rejected: z.infer<typeof Rejected>[] = [];
-    const allowed: Ingested[] = [];
-    const indexes: number[] = [];
-    items.forEach((item, index) => {
-      // One decode, then authorize what was decoded: the engine evaluates exactly this, never the item again.
-      const decoded = decodeValue(item, { source: "http" });
-      // Posting for a thing needs Observations.CREATE on its domain; unknown things go on to the dead letters.
-      const name = decoded.observation?.thingName ?? decoded.refusal?.thingName;
-      const thing = name === undefined ? undefined : services.registry.thing(name);
-      if (thing && !principal.can("Observations.CREATE", thing.domain)) {
-        rejected.push({
-          index,
-          messageKey: "NOT_AUTHORIZED",
-          reason: "NOT_AUTHORIZED",
-          message: `no Observations.CREATE on domain ${thing.domain}`,
-        });
-        return;
-      }
-      allowed.push(decoded);
-      indexes.push(index);
+    // Posting for a thing needs Observations.CREATE on its domain; unknown things go on to the dead letters.
+    const result = await engine().http.post(items, (name) => {
+      const thing = services.registry.thing(name);
+      return thing && !principal.can("Observations.CREATE", thing.domain)
+        ? `no Observations.CREATE on domain ${thing.domain}`
+        : undefined;
     });
-    const result = await engine().accept(allowed);
+    const rejected: z.infer<typeof Rejected>[] = result.denied.map(({ index, message }) => ({
+      index,
+      messageKey: "NOT_AUTHORIZED",
+      reason: "NOT_AUTHORIZED",
+      message,
+    }));
     for (const r of result.rejected) {
-      rejected.push({
-        index: indexes[r.index]!,
-        messageKey: itemErrorKey(r.reason),
-        reason: r.reason,
-        message: r.message,
-      });
+      rejected.push({ index: r.index, messageKey: itemErrorKey(r.reason), reason: r.reason, message: r.message });
     }
     rejected.sort((a, b) => a.index - b.index);
     return c.json({ accepted: result.accepted, triggered: result.triggered, rejected }, 200);

@@ -1,6 +1,6 @@
 import type { DeadLetterStore } from "../dead-letters.js";
 import type { Ingested } from "../decode.js";
-import { deadLetter } from "../engine.js";
+import { deadLetter } from "../checks.js";
 import type { ObservationIngest } from "../ingest.js";
 
 export interface DeviceIngestOptions {

@@ -1,6 +1,6 @@
 import { Kafka, logLevel, type Consumer } from "kafkajs";
 import type { Logger } from "../../observability/index.js";
-import type { ObservationSource } from "../source.js";
+import type { ObservationSource } from "./source.js";
 import type { RawObservation } from "../types.js";
 
 export interface KafkaSourceOptions {

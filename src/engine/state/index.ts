@@ -1,2 +1,3 @@
+export type { StateStore, ThingState, ThresholdState } from "./store.js";
 export { MemoryStateStore } from "./memory.js";
 export { SqliteStateStore, stateMigrations } from "./sqlite.js";

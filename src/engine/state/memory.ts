@@ -1,4 +1,4 @@
-import type { StateStore, ThingState } from "../state.js";
+import type { StateStore, ThingState } from "./store.js";
 
 /**
  * State in memory: the engine reads and mutates these objects in place and

@@ -1,5 +1,5 @@
 import type { Db, Migration } from "../../store/index.js";
-import type { ThingState } from "../state.js";
+import type { ThingState } from "./store.js";
 import { MemoryStateStore } from "./memory.js";
 
 export const stateMigrations: Migration[] = [

@@ -1,4 +1,4 @@
-import type { NestedObservation } from "./types.js";
+import type { NestedObservation } from "../types.js";
 
 /** The last known state of one thing: for `thing.state.*` and enter/leave transitions. */
 export interface ThingState {

@@ -1,0 +1,86 @@
+import { randomUUID } from "node:crypto";
+import type { StoredObservationInput } from "../observations/index.js";
+import { MAX_DEAD_LETTER_PAYLOAD, type DeadLetter, type DeadLetterReason } from "./dead-letters.js";
+import type { Ingested } from "./decode.js";
+import type { ThingInfo } from "./things.js";
+import type { NestedObservation, SourcePosition } from "./types.js";
+
+/** The first resource whose value does not fit the thing type's declaration. */
+export function wrongType(
+  state: Record<string, unknown>,
+  checks: ReadonlyMap<string, (value: unknown) => boolean>,
+  badPosition: boolean,
+): string | undefined {
+  if (badPosition) return "latlng";
+  if (checks.size === 0) return undefined;
+  for (const k in state) {
+    if (k === "latlng") continue;
+    const check = checks.get(k);
+    if (check !== undefined && !check(state[k])) return k;
+  }
+  return undefined;
+}
+
+/** `kafka:<topic>:<partition>:<offset>` for Kafka (the same on replay); a generated one otherwise. */
+export function observationId(position: SourcePosition): string {
+  const { source, partition, offset } = position;
+  if (offset === undefined) return `${source}:${randomUUID()}`;
+  return partition === undefined ? `${source}:${offset}` : `${source}:${partition}:${offset}`;
+}
+
+/** The row the observation store keeps of an accepted observation. */
+export function storedObservation(
+  id: string,
+  info: ThingInfo,
+  thingName: string,
+  timestamp: number,
+  state: Record<string, unknown>,
+  nested: NestedObservation[] | undefined,
+): StoredObservationInput {
+  const document: StoredObservationInput["document"] = {
+    thingName,
+    thingType: info.thingType,
+    domain: info.domain,
+    timestamp,
+    state,
+  };
+  if (nested !== undefined) document.nested = nested;
+  return { sourceKey: id, document };
+}
+
+/** The dead letter of an input: where it came from, why, and its first 4 KiB. */
+export function deadLetter(
+  item: Ingested,
+  reason: DeadLetterReason,
+  message: string,
+  now: number,
+  thingName: string | undefined,
+  domain: string | undefined,
+): DeadLetter {
+  const { source, partition, offset } = item.position;
+  return {
+    source,
+    partition,
+    offset,
+    thingName,
+    domain,
+    reason,
+    message,
+    payload: payloadText(item.input),
+    createdAt: now,
+  };
+}
+
+function payloadText(value: unknown): string | undefined {
+  let text: string | undefined;
+  if (value instanceof Uint8Array) text = Buffer.from(value.buffer, value.byteOffset, value.length).toString("utf8");
+  else {
+    try {
+      text = JSON.stringify(value);
+    } catch {
+      return undefined;
+    }
+  }
+  if (text === undefined) return undefined;
+  return text.length > MAX_DEAD_LETTER_PAYLOAD ? text.slice(0, MAX_DEAD_LETTER_PAYLOAD) : text;
+}

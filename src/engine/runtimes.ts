@@ -1,0 +1,119 @@
+import { LRUCache } from "lru-cache";
+import { readGeoPoint, UNTYPED } from "./compile/index.js";
+import type { StateStore, ThingState } from "./state/index.js";
+import type { ThingInfo, ThingResolver } from "./things.js";
+import type { NestedObservation } from "./types.js";
+
+/** Unknown thing names remembered, so a stream of them does not hit the registry each time. */
+const UNKNOWN_THINGS_CACHE = 10_000;
+
+/** A thing the engine has seen: what it is, its state and its thresholds, all mutated in place. */
+export interface Runtime {
+  info: ThingInfo;
+  state: ThingState;
+  hasPos: boolean;
+  lon: number;
+  lat: number;
+  /** The last batch that changed this thing, so `BatchWork.changed` lists it once. */
+  batch: number;
+  /** `info.domain` and `info.domains`, here to save the rule check a pointer chase (a cache miss per thing). */
+  domain: string;
+  domains: ReadonlySet<string>;
+}
+
+/** The things the engine has seen, resolved once (registry and state store) and kept until forgotten. */
+export class Runtimes {
+  private readonly known = new Map<string, Runtime>();
+  /** Thing names found unknown, so their observations skip the registry: keyed by input, so bounded. */
+  private readonly unknown = new LRUCache<string, true>({ max: UNKNOWN_THINGS_CACHE });
+
+  constructor(
+    private readonly resolveThing: ThingResolver,
+    private readonly state: StateStore,
+  ) {}
+
+  /** The thing's record, made on first sight; undefined for a thing the registry does not know. */
+  get(thingName: string): Runtime | undefined {
+    const known = this.known.get(thingName);
+    if (known !== undefined) return known;
+    if (this.unknown.has(thingName)) return undefined;
+    const info = this.resolveThing(thingName);
+    if (info === undefined) {
+      this.unknown.set(thingName, true);
+      return undefined;
+    }
+    let state = this.state.thing(thingName);
+    if (state === undefined) {
+      state = { thingName, timestamp: 0, state: {}, seq: 0 };
+      this.state.add(state);
+    }
+    const rt: Runtime = {
+      info,
+      state,
+      hasPos: false,
+      lon: 0,
+      lat: 0,
+      batch: 0,
+      domain: info.domain,
+      domains: info.domains,
+    };
+    const prev: [number, number] = [0, 0];
+    if (state.state.latlng !== undefined && readGeoPoint(state.state.latlng, prev)) {
+      rt.hasPos = true;
+      rt.lon = prev[0];
+      rt.lat = prev[1];
+    }
+    this.known.set(thingName, rt);
+    return rt;
+  }
+
+  /** The domain of a thing, for a dead letter: from memory, else the registry. */
+  domainOf(thingName: string): string | undefined {
+    return this.known.get(thingName)?.domain ?? this.resolveThing(thingName)?.domain;
+  }
+
+  /** The thing's last known state (for the rules dry-run and tests). */
+  stateOf(thingName: string): ThingState | undefined {
+    return this.known.get(thingName)?.state ?? this.state.thing(thingName);
+  }
+
+  /** Every thing (undefined) or one: resolved again on its next observation. */
+  forget(thingName?: string): void {
+    if (thingName === undefined) {
+      this.known.clear();
+      this.unknown.clear();
+    } else {
+      this.known.delete(thingName);
+      this.unknown.delete(thingName);
+    }
+  }
+}
+
+/**
+ * Nested state by (type, id). An item with a type and no id applies to every
+ * nested object of that type (SET_RESOURCE on `<type>.<resource>` relies on it).
+ */
+export function mergeNested(
+  current: NestedObservation[] | undefined,
+  incoming: readonly NestedObservation[],
+): NestedObservation[] {
+  const list = current ?? [];
+  for (const n of incoming) {
+    const type = n.type ?? UNTYPED;
+    let found = false;
+    for (const c of list) {
+      if ((c.type ?? UNTYPED) !== type) continue;
+      if (n.id === undefined || c.id === n.id) {
+        Object.assign(c.state, n.state);
+        found = true;
+      }
+    }
+    if (!found) {
+      const copy: NestedObservation = { state: { ...n.state } };
+      if (n.type !== undefined) copy.type = n.type;
+      if (n.id !== undefined) copy.id = n.id;
+      list.push(copy);
+    }
+  }
+  return list;
+}
