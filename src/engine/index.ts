@@ -45,5 +45,5 @@ export { resourceChecks, type ThingInfo, type ThingResolver } from "./things.js"
 export { createEngineService, engineMigrations, type EngineService } from "./service.js";
 export { KafkaObservationSource, type KafkaSourceOptions } from "./sources/kafka.js";
 export { kafkaIngest, type KafkaIngest } from "./sources/kafka-ingest.js";
-export { deviceIngest, type DeviceIngestOptions } from "./sources/device.js";
+export { deviceIngest, MqttObservationSource, type DeviceIngestOptions, type DevicePublishes } from "./sources/mqtt.js";
 export { GroupCommit, type GroupCommitOptions } from "./sources/group-commit.js";
