@@ -12,14 +12,7 @@ import { topicLayout, type Config } from "./config/index.js";
 import { observationsProducer } from "./kafka/index.js";
 import { answerMalformedRequests } from "./errors/index.js";
 import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
-import {
-  createEngineService,
-  DeadLetterStore,
-  decodeDevicePayload,
-  deviceIngest,
-  GroupCommit,
-  type Ingested,
-} from "./engine/index.js";
+import { createEngineService, DeadLetterStore, deviceIngest, MqttObservationSource } from "./engine/index.js";
 import { createMailer } from "./mail/index.js";
 import { DeviceJobs, JobDocuments, JobScheduler, ThingJobs } from "./jobs/index.js";
 import { migrations } from "./migrations.js";
@@ -242,27 +235,21 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
       logger,
       registry: services.metrics.registry,
     });
-    components.push(services.deviceBridge);
-  }
-  // Device observations, decoded here once (a device speaks only for itself): to the topic with Kafka
-  // (what the decode refused is a dead letter of this process), else to this process's engine (none: not taken).
-  const engine = services.engine;
-  const takeDevice = deviceIngest({
-    topic: observationsTopic?.ingest,
-    engine: engine?.accept,
-    deadLetters: new DeadLetterStore(db),
-    domainOf: (thingName) => registry.thing(thingName)?.domain,
-    clock,
-  });
-  if (services.deviceBridge && takeDevice) {
-    // In group commits: what devices publish while one batch is stored goes in the next, and the
-    // bridge sends each QoS 1 PUBACK only once the commit holding its message resolved.
-    const batches = new GroupCommit<readonly Ingested[]>(async (devices) => {
-      await takeDevice(devices.flat());
+    // Device observations (a device speaks only for itself): to the topic with Kafka (what the decode
+    // refused is a dead letter of this process), else to this process's engine (none: not taken).
+    const takeDevice = deviceIngest({
+      topic: observationsTopic?.ingest,
+      engine: services.engine?.accept,
+      deadLetters: new DeadLetterStore(db),
+      domainOf: (thingName) => registry.thing(thingName)?.domain,
+      clock,
     });
-    services.deviceBridge.onObservations((thingName, payload) =>
-      batches.add(decodeDevicePayload(thingName, payload, { source: "mqtt" })),
-    );
+    if (takeDevice) {
+      // Started before the bridge and stopped after it: no publish finds it not taking yet, or gone.
+      const source = new MqttObservationSource(services.deviceBridge);
+      components.push({ name: "mqtt-source", start: () => source.start(takeDevice), stop: () => source.stop() });
+    }
+    components.push(services.deviceBridge);
   }
   if (config.roles.has("proxy")) {
     services.proxy = createProxy({ ...services, things: registry, authentication: authentication(services) });

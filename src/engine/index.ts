@@ -46,5 +46,5 @@ export { resourceChecks, type ThingInfo, type ThingResolver } from "./things.js"
 export { createEngineService, engineMigrations, type EngineService } from "./service.js";
 export { KafkaObservationSource, type KafkaSourceOptions } from "./sources/kafka.js";
 export { HttpObservationSource, type HttpIngestResult } from "./sources/http.js";
-export { deviceIngest, type DeviceIngestOptions } from "./sources/device.js";
+export { deviceIngest, MqttObservationSource, type DeviceIngestOptions, type DevicePublishes } from "./sources/mqtt.js";
 export { GroupCommit, type GroupCommitOptions } from "./sources/group-commit.js";
