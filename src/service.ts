@@ -19,7 +19,7 @@ import { migrations } from "./migrations.js";
 import { DeviceBridge } from "./mqtt/index.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
-import { RuleStore, RulesService } from "./rules/index.js";
+import { RuleCache, RulesService, SqliteRuleStore } from "./rules/index.js";
 import { createProxy } from "./proxy/index.js";
 import { Files, LocalFileStore } from "./files/index.js";
 import { ObservationReader, ObservationStore, createExports, createFindRunner } from "./observations/index.js";
@@ -95,7 +95,9 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const metrics = createMetrics();
   registerCredentialMetrics(credentials, metrics.registry);
   const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
-  const ruleStore = new RuleStore(db, bus, config.ruleIdPrefix);
+  const ruleStore = new SqliteRuleStore(db, config.ruleIdPrefix);
+  // Followed from here on, so that the engine starts on every rule without asking the store.
+  const ruleCache = await RuleCache.open(ruleStore, bus);
   const events = new EventStore(db, clock);
   const publisher = config.KAFKA_BROKERS
     ? kafkaPublisher(config.KAFKA_BROKERS, config.KAFKA_EVENTS_TOPIC, topicLayout(config), logger)
@@ -155,6 +157,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     ruleStore,
     rules: new RulesService({
       store: ruleStore,
+      bus,
       identity,
       registry,
       allowPrivateWebhooks: config.DMS_WEBHOOK_ALLOW_PRIVATE,
@@ -208,7 +211,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
       domainPath: (id) => identity.pathOf(id),
       // Late-bound, so a test can install another sink in `services.actionSink`.
       sink: { accept: (triggered) => (services.actionSink ?? actions).accept(triggered) },
-      loadRules: () => ruleStore.all(),
+      loadRules: () => ruleCache.all(),
     });
     services.engine = engine;
     services.ingest ??= engine.ingest;
@@ -267,6 +270,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     }
     if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
     search.close();
+    ruleCache.close();
     jobs.close();
     await find.close();
     relay?.stop();

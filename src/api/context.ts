@@ -41,7 +41,7 @@ export interface Services {
   signer: UrlSigner;
   files: Files;
   search: SearchIndex;
-  /** Rules as stored: the engine loads `all()` at start and follows `rule.changed`. */
+  /** Rules as stored (the engine starts on `RuleCache`, kept current from `rule.changed`). */
   ruleStore: RuleStore;
   /** The Rules operations with their access checks. */
   rules: RulesService;

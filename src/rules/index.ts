@@ -1,5 +1,8 @@
 export * from "../rule-model/index.js";
-export { RuleStore } from "./store.js";
+export type { RuleStore } from "./store.js";
+export { SqliteRuleStore } from "./sqlite-store.js";
+export { PgRuleStore } from "./pg-store.js";
+export { RuleCache } from "./cache.js";
 export { RulesService, type RuleView, type BulkResult, type RulesOptions } from "./service.js";
 export {
   RuleBodySchema,
@@ -17,7 +20,7 @@ export {
 } from "./schema.js";
 export { findCycle, checkLoop, checkChaining, overlapWith, reads, writes, MIN_CHAINED_INTERVAL } from "./loop.js";
 export { MAX_POLYGON_POINTS } from "./validate.js";
-export { rulesMigrations } from "./migrations.js";
+export { rulesMigrations, rulesPgMigrations } from "./migrations.js";
 export {
   dryRun,
   MAX_DRY_RUN_OBSERVATIONS,

@@ -1,4 +1,5 @@
 import { authorize, requireReadWrite, type Identity, type Principal } from "../auth/index.js";
+import type { EventBus } from "../bus/index.js";
 import { compileRule } from "../engine/index.js";
 import { ApiError, invalid, notAuthorized, notFound } from "../errors/index.js";
 import type { ThingRegistry } from "../things/index.js";
@@ -19,6 +20,8 @@ export interface BulkResult {
 
 export interface RulesOptions {
   store: RuleStore;
+  /** Where each change is announced as `rule.changed`, once stored: engines recompile it. */
+  bus: EventBus;
   identity: Identity;
   registry: ThingRegistry;
   allowPrivateWebhooks: boolean;
@@ -44,36 +47,34 @@ export class RulesService {
     this.overlap = overlapWith((a, b) => this.identity.isAncestorOrSelf(a, b));
   }
 
-  list(p: Principal): RuleView[] {
+  async list(p: Principal): Promise<RuleView[]> {
     authorize(p, "Rules.READ", p.homeDomain);
-    return this.store
-      .all()
-      .filter((r) => this.visible(p, r))
-      .map((r) => this.view(p, r));
+    return (await this.store.all()).filter((r) => this.visible(p, r)).map((r) => this.view(p, r));
   }
 
-  get(p: Principal, id: string): RuleView {
-    const rule = this.existing(id);
+  async get(p: Principal, id: string): Promise<RuleView> {
+    const rule = await this.existing(id);
     if (!this.visible(p, rule)) throw notAuthorized(`User ${p.userName} may not read rule ${id}`);
     return this.view(p, rule);
   }
 
-  create(p: Principal, body: CreateRuleBody): RuleView {
+  async create(p: Principal, body: CreateRuleBody): Promise<RuleView> {
     requireReadWrite(p);
     authorize(p, "Rules.CREATE", body.filter.domain);
     authorize(p, "Domains.READ", body.filter.domain);
     const draft = this.validated(p, body.id ?? "", body);
-    if (body.id !== undefined && this.store.get(body.id)) {
+    if (body.id !== undefined && (await this.store.get(body.id))) {
       throw new ApiError("RULE_ID_EXISTS", `Rule ${body.id} already exists`, "id");
     }
-    const rule = { ...draft, id: body.id ?? this.store.nextId() };
-    this.checkGraph(rule);
-    this.store.insert(rule);
+    const rule = { ...draft, id: body.id ?? (await this.store.nextId()) };
+    await this.checkGraph(rule);
+    await this.store.insert(rule);
+    this.changed(rule.id, rule);
     return this.view(p, rule);
   }
 
-  update(p: Principal, id: string, body: RuleBody): RuleView {
-    const current = this.existing(id);
+  async update(p: Principal, id: string, body: RuleBody): Promise<RuleView> {
+    const current = await this.existing(id);
     requireReadWrite(p);
     const from = current.filter.domain;
     const to = body.filter.domain;
@@ -85,28 +86,31 @@ export class RulesService {
       authorize(p, "Domains.READ", to);
     }
     const rule = this.validated(p, id, body);
-    this.checkGraph(rule);
-    this.store.replace(rule);
+    await this.checkGraph(rule);
+    await this.store.replace(rule);
+    this.changed(id, rule);
     return this.view(p, rule);
   }
 
-  remove(p: Principal, id: string): void {
-    const rule = this.existing(id);
+  async remove(p: Principal, id: string): Promise<void> {
+    const rule = await this.existing(id);
     requireReadWrite(p);
     authorize(p, "Rules.DELETE", rule.filter.domain);
     this.authorizeTargets(p, rule);
-    this.store.remove(id);
+    await this.store.remove(id);
+    this.changed(id, null);
   }
 
   /** Sets `enabled` of each rule; a rule that cannot be updated is reported and the others are applied. */
-  bulkUpdate(p: Principal, body: BulkUpdateBody): BulkResult {
+  async bulkUpdate(p: Principal, body: BulkUpdateBody): Promise<BulkResult> {
     const result: BulkResult = { updated: [], errors: [] };
     for (const { id, enabled } of body.rules) {
       try {
-        const rule = this.existing(id);
+        const rule = await this.existing(id);
         authorize(p, "Rules.UPDATE", rule.filter.domain);
         const next = { ...rule, enabled };
-        this.store.replace(next);
+        await this.store.replace(next);
+        this.changed(id, next);
         result.updated.push(this.view(p, next));
       } catch (e) {
         if (!(e instanceof ApiError)) throw e;
@@ -131,8 +135,8 @@ export class RulesService {
     return dryRun(rule, observations, this.registry);
   }
 
-  private existing(id: string): Rule {
-    const rule = this.store.get(id);
+  private async existing(id: string): Promise<Rule> {
+    const rule = await this.store.get(id);
     if (!rule) throw notFound("RULE_NOT_FOUND", `Rule ${id}`, "id");
     return rule;
   }
@@ -202,8 +206,12 @@ export class RulesService {
     return rule;
   }
 
-  private checkGraph(rule: Rule): void {
-    const others = this.store.all().filter((r) => r.id !== rule.id);
+  private changed(id: string, rule: Rule | null): void {
+    this.options.bus.emit("rule.changed", { id, rule });
+  }
+
+  private async checkGraph(rule: Rule): Promise<void> {
+    const others = (await this.store.all()).filter((r) => r.id !== rule.id);
     checkLoop(rule, others, this.overlap);
     checkChaining(rule, others, this.overlap);
   }

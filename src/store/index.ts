@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 export type Db = Database.Database;
 export { startCheckpointer, type Checkpointer } from "./checkpointer.js";
 export { RetentionSweeper, type RetentionOptions, type RetentionTarget } from "./retention.js";
+export { migratePg, openPgPool, pgTransaction, type PgMigration, type PgPool, type PgQueryable } from "./pg.js";
 
 /**
  * One schema change. Each capability owns its migrations (ids prefixed by the

@@ -115,25 +115,25 @@ export const ruleRoutes: RouteModule = (app, { rules, config }) => {
       property,
     );
   };
-  app.openapi(list, (c) => c.json(rules.list(c.get("principal")), 200));
+  app.openapi(list, async (c) => c.json(await rules.list(c.get("principal")), 200));
   app.openapi(create, async (c) => {
     const body = c.req.valid("json");
     await checkDns(body.actions);
-    return c.json(rules.create(c.get("principal"), body), 200);
+    return c.json(await rules.create(c.get("principal"), body), 200);
   });
   app.openapi(test, async (c) => {
     const { rule, observations } = c.req.valid("json");
     await checkDns(rule.actions);
     return c.json(rules.test(c.get("principal"), rule, observations), 200);
   });
-  app.openapi(get, (c) => c.json(rules.get(c.get("principal"), idOf(c.req.valid("param").id)), 200));
+  app.openapi(get, async (c) => c.json(await rules.get(c.get("principal"), idOf(c.req.valid("param").id)), 200));
   app.openapi(update, async (c) => {
     const body = c.req.valid("json");
     await checkDns(body.actions);
-    return c.json(rules.update(c.get("principal"), idOf(c.req.valid("param").id), body), 200);
+    return c.json(await rules.update(c.get("principal"), idOf(c.req.valid("param").id), body), 200);
   });
-  app.openapi(remove, (c) => {
-    rules.remove(c.get("principal"), idOf(c.req.valid("param").id));
+  app.openapi(remove, async (c) => {
+    await rules.remove(c.get("principal"), idOf(c.req.valid("param").id));
     return c.body(null, 200);
   });
   // UPDATE and REMOVE without an id in the path name the missing property rather than a missing route.
@@ -143,5 +143,5 @@ export const ruleRoutes: RouteModule = (app, { rules, config }) => {
   app.delete("/rules", () => {
     throw required("id");
   });
-  app.openapi(bulk, (c) => c.json(rules.bulkUpdate(c.get("principal"), c.req.valid("json")), 200));
+  app.openapi(bulk, async (c) => c.json(await rules.bulkUpdate(c.get("principal"), c.req.valid("json")), 200));
 };
