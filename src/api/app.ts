@@ -4,7 +4,7 @@ import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { requestId } from "hono/request-id";
 import { ApiError, frameworkError } from "../errors/index.js";
-import { authentication } from "./auth-middleware.js";
+import { authentication } from "../auth/index.js";
 import type { Api, ApiEnv, RouteModule, Services } from "./context.js";
 import { registerDocs } from "./docs.js";
 import { checkStages, stageNames, stagePath } from "./stages.js";
@@ -49,16 +49,16 @@ export function createApp(services: Services, modules: readonly RouteModule[]): 
       maxAge: 600,
     }),
   );
-  app.use(async (c, next) => {
-    // Signed-URL uploads stream their body to the file store and apply their own limits.
-    if (c.req.path.startsWith("/storage/")) return next();
-    return bodyLimit({
-      maxSize: services.config.DMS_MAX_BODY_BYTES,
-      onError: () => {
-        throw new ApiError("PAYLOAD_TOO_LARGE", `Request body over ${services.config.DMS_MAX_BODY_BYTES} bytes`);
-      },
-    })(c, next);
+  const limitBody = bodyLimit({
+    maxSize: services.config.DMS_MAX_BODY_BYTES,
+    onError: () => {
+      throw new ApiError("PAYLOAD_TOO_LARGE", `Request body over ${services.config.DMS_MAX_BODY_BYTES} bytes`);
+    },
   });
+  app.use(async (c, next) =>
+    // Signed-URL uploads stream their body to the file store and apply their own limits.
+    c.req.path.startsWith("/storage/") ? next() : limitBody(c, next),
+  );
   app.use(authentication(services));
   // After authentication, so that only callers with a key and a token make the service read a body.
   app.use(jsonShapeGuard());

@@ -26,3 +26,4 @@ export { Tokens, jwtSecret, ACCESS_TOKEN_SECONDS, type Credentials } from "./tok
 export { hashSecret, verifySecret, hashApiKey } from "./passwords.js";
 export { authMigrations } from "./migrations.js";
 export { identityIdOf } from "./identity-id.js";
+export { authentication, type AuthEnv, type AuthenticationDeps } from "./middleware.js";

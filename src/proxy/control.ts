@@ -18,7 +18,7 @@ type Ctx = Context<ControlEnv>;
 
 /** What the control interface depends on: the REST credentials check, the things' serials, a logger. */
 export interface ControlDeps {
-  /** The REST authentication middleware, handed in by the wiring so that the proxy does not import the API. */
+  /** The authentication of REST (src/auth), the one instance the wiring built for both. */
   authentication: MiddlewareHandler<ControlEnv>;
   things: SerialLookup;
   logger: Logger;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { authentication } from "../../src/api/index.js";
+import { authentication } from "../../src/auth/index.js";
 import { createProxy, type Proxy } from "../../src/proxy/index.js";
 import { startTestDms, type TestDms } from "../support/dms.js";
 import { Received, device, freePortRange, open, waitFor } from "./support.js";

@@ -1,7 +1,8 @@
 import type { MiddlewareHandler } from "hono";
-import type { Principal } from "../auth/index.js";
 import { ApiError } from "../errors/index.js";
-import type { Services } from "./context.js";
+import type { Identity } from "./identity.js";
+import type { Principal } from "./privileges.js";
+import type { Tokens } from "./tokens.js";
 
 /** What the authentication sets on a request: REST and the proxy control interface read it. */
 export interface AuthEnv {
@@ -25,21 +26,27 @@ const OPEN = [
 /** Paths that need the API key but no token. */
 const KEY_ONLY = [/^\/auth\/(login|refresh)$/];
 
+export interface AuthenticationDeps {
+  identity: Pick<Identity, "isApiKey" | "principal">;
+  tokens: Pick<Tokens, "verify">;
+}
+
 /**
  * `x-api-key` must be a provisioned key (403 `{"message":"Forbidden"}` as the
  * original gateway answered), then `Authorization: [Bearer ]<token>` must be a
- * valid access token of an existing user (401).
+ * valid access token of an existing user (401). REST and the proxy control
+ * interface use the same one, built once by the wiring.
  */
-export function authentication(services: Pick<Services, "identity" | "tokens">): MiddlewareHandler<AuthEnv> {
+export function authentication({ identity, tokens }: AuthenticationDeps): MiddlewareHandler<AuthEnv> {
   return async (c, next) => {
     const path = c.req.path;
     if (OPEN.some((p) => p.test(path))) return next();
     const key = c.req.header("x-api-key");
-    if (!key || !services.identity.isApiKey(key)) return c.json({ message: "Forbidden" }, 403);
+    if (!key || !identity.isApiKey(key)) return c.json({ message: "Forbidden" }, 403);
     if (KEY_ONLY.some((p) => p.test(path))) return next();
     const token = bearer(c.req.header("authorization"));
-    const userName = token && (await services.tokens.verify(token, "access"));
-    const principal = userName ? services.identity.principal(userName) : undefined;
+    const userName = token && (await tokens.verify(token, "access"));
+    const principal = userName ? identity.principal(userName) : undefined;
     if (!principal) throw new ApiError("UNAUTHORIZED", "Missing, expired or invalid token");
     c.set("principal", principal);
     return next();
