@@ -36,14 +36,17 @@ describe("background WAL checkpoints", () => {
     const alone = open();
     alone.db.pragma("wal_autocheckpoint = 16384");
     await writeBatches(alone.db);
-    expect(alone.wal()).toBeGreaterThan(10 * 2 ** 20);
+    const walAlone = alone.wal();
+    expect(walAlone).toBeGreaterThan(10 * 2 ** 20);
     alone.db.close();
 
     // With the background thread the pages go back between batches and the writer starts the WAL over.
     const helped = open();
     const checkpointer = startCheckpointer(helped.db, 10);
     await writeBatches(helped.db);
-    expect(helped.wal()).toBeLessThan(4 * 2 ** 20);
+    // Relative, not a fixed size: on a loaded machine the thread lags a few batches behind, but
+    // without it the WAL holds every page written (about 12 MiB).
+    expect(helped.wal()).toBeLessThan(walAlone / 2);
     expect((helped.db.prepare("SELECT count(*) AS n FROM t").get() as { n: number }).n).toBe(30 * PAGE_ROWS);
     await checkpointer.stop();
     helped.db.close();
