@@ -4,28 +4,42 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Outbox, realTimers, type Timers } from "./actions/index.js";
-import { createApp, routeModules, type Api, type Services } from "./api/index.js";
+import { Outbox, realTimers, type ActionSink, type Timers } from "./actions/index.js";
+import { createApp, routeModules, type Api } from "./api/index.js";
 import { Identity, Tokens, authentication, jwtSecret } from "./auth/index.js";
 import { BusRelay, EventBus } from "./bus/index.js";
 import { topicLayout, type Config } from "./config/index.js";
-import { observationsProducer } from "./kafka/index.js";
 import { answerMalformedRequests } from "./errors/index.js";
 import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
-import { createEngineService, DeadLetterStore, deviceIngest, MqttObservationSource } from "./engine/index.js";
-import { createMailer } from "./mail/index.js";
+import {
+  createEngineService,
+  DeadLetterStore,
+  deviceIngest,
+  MqttObservationSource,
+  type EngineService,
+  type ObservationIngest,
+} from "./engine/index.js";
+import { observationsProducer } from "./kafka/index.js";
+import { createMailer, type Mailer } from "./mail/index.js";
 import { DeviceJobs, JobDocuments, JobScheduler, ThingJobs } from "./jobs/index.js";
 import { migrations } from "./migrations.js";
 import { DeviceBridge } from "./mqtt/index.js";
-import { createLogger, createMetrics, type Logger } from "./observability/index.js";
+import { createLogger, createMetrics, type Logger, type Metrics } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
-import { RuleCache, RulesService, SqliteRuleStore } from "./rules/index.js";
-import { createProxy } from "./proxy/index.js";
+import { RuleCache, RulesService, SqliteRuleStore, type RuleStore } from "./rules/index.js";
+import { createProxy, type Proxy } from "./proxy/index.js";
 import { Files, LocalFileStore } from "./files/index.js";
-import { ObservationReader, ObservationStore, createExports, createFindRunner } from "./observations/index.js";
+import {
+  ObservationReader,
+  ObservationStore,
+  createExports,
+  createFindRunner,
+  type Exports,
+  type FindRunner,
+} from "./observations/index.js";
 import { SearchIndex } from "./search/index.js";
 import { UrlSigner, signingKey } from "./signing/index.js";
-import { RetentionSweeper, openDatabase, startCheckpointer } from "./store/index.js";
+import { RetentionSweeper, openDatabase, startCheckpointer, type Db } from "./store/index.js";
 import { retentionTargets } from "./retention.js";
 import {
   CredentialsBusyError,
@@ -43,6 +57,60 @@ export interface Component {
   stop(): Promise<void>;
 }
 
+/**
+ * What this process built, complete when `startDms` resolves (nothing is added later). Tests and
+ * provisioning read it; no part receives it: each is made from the few parts it uses.
+ */
+export interface Services {
+  readonly config: Config;
+  readonly db: Db;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly bus: EventBus;
+  readonly readiness: Readiness;
+  /** Milliseconds since the epoch; tests pass their own (`StartOptions.clock`). */
+  readonly clock: () => number;
+  readonly identity: Identity;
+  readonly tokens: Tokens;
+  readonly registry: ThingRegistry;
+  readonly observations: ObservationStore;
+  /** FIND and export reads of the observation table. */
+  readonly observationReader: ObservationReader;
+  /** FIND evaluation off the main thread, each request within its time budget. */
+  readonly find: FindRunner;
+  /** Export jobs, their executions, runner and scheduler. */
+  readonly exports: Exports;
+  readonly mailer: Mailer;
+  /** Signs and checks the `/storage/...` URLs (files, exports, job documents). */
+  readonly signer: UrlSigner;
+  readonly files: Files;
+  readonly search: SearchIndex;
+  /** Rules as stored (the engine starts on `RuleCache`, kept current from `rule.changed`). */
+  readonly ruleStore: RuleStore;
+  /** The Rules operations with their access checks. */
+  readonly rules: RulesService;
+  /** The durable outbox of triggered actions, and their dead letters. */
+  readonly actions: Outbox;
+  readonly events: EventStore;
+  /** Thing jobs and job documents (src/jobs). */
+  readonly jobs: ThingJobs;
+  /**
+   * Feeds SET_RESOURCE observations into the engine: the observations topic's producer when
+   * `KAFKA_BROKERS` is set (every process), else this process's engine when it runs one.
+   */
+  readonly ingest: ObservationIngest | undefined;
+  /** Role `engine`: the rule engine. */
+  readonly engine: EngineService | undefined;
+  /** Role `scheduler`: the jobs' timers. */
+  readonly jobScheduler: JobScheduler | undefined;
+  /** Role `scheduler`: deletes what is older than the `DMS_*_RETENTION` windows. */
+  readonly retention: RetentionSweeper | undefined;
+  /** Role `mqtt`: the device MQTT bridge. */
+  readonly deviceBridge: DeviceBridge | undefined;
+  /** Role `proxy`: the TCP proxy (its bound ports are read from here). */
+  readonly proxy: Proxy | undefined;
+}
+
 export interface Dms {
   services: Services;
   app: Api;
@@ -58,6 +126,8 @@ export interface StartOptions {
   logger?: Logger;
   /** Deliveries the outbox runs at once. */
   actionConcurrency?: number;
+  /** Where the engine hands what its rules trigger; the outbox unless a test watches them here. */
+  actionSink?: ActionSink;
   /** How often the job scheduler looks for due timers (ms); tests shorten it. */
   jobsPollMs?: number;
   /** Called once the REST interface listens, before provisioning and the components start. */
@@ -68,56 +138,60 @@ export interface StartOptions {
  * Opens storage, starts listening (so that `/healthz` and `/readyz` answer at
  * once), applies provisioning, then starts the parts `DMS_ROLES` names;
  * `/readyz` answers 200 from then on. Resolves when everything has started.
+ *
+ * Which parts each role adds (every process builds the capabilities REST answers with):
+ *
+ * | role        | parts                                                                 |
+ * |-------------|-----------------------------------------------------------------------|
+ * | `api`       | the REST listener                                                     |
+ * | `engine`    | the rule engine with its Kafka source (createEngineService)            |
+ * | `actions`   | the outbox's deliveries and the events publisher                      |
+ * | `scheduler` | the export schedules, the retention sweeper, the jobs' timers         |
+ * | `mqtt`      | the device MQTT bridge (jobs and observations of devices)             |
+ * | `proxy`     | the TCP proxy and its control interface                               |
  */
 export async function startDms(config: Config, options: StartOptions = {}): Promise<Dms> {
+  const { roles } = config;
   const logger = options.logger ?? createLogger(config.DMS_LOG_LEVEL);
   const clock = options.clock ?? options.timers?.now ?? Date.now;
   const timers: Timers = options.timers ?? { now: clock, setTimeout: realTimers.setTimeout };
+  const metrics = createMetrics();
+  const readiness = new Readiness();
   const db = openDatabase({ dataDir: config.DMS_DATA_DIR, migrations });
   // The engine commits a batch every few milliseconds: its checkpoints go to a thread of their own.
-  const checkpointer =
-    config.roles.has("engine") && config.DMS_DATA_DIR !== ":memory:" ? startCheckpointer(db) : undefined;
+  const checkpointer = roles.has("engine") && config.DMS_DATA_DIR !== ":memory:" ? startCheckpointer(db) : undefined;
   const bus = new EventBus();
   // Processes that share this database (roles split over processes) follow each other's changes
   // through it; started before provisioning so that running processes see its changes too.
   const relay =
     config.DMS_DATA_DIR === ":memory:" ? undefined : new BusRelay({ db, bus, logger, pollMs: config.DMS_BUS_POLL_MS });
   relay?.start();
+
+  // The capabilities every process has: REST in any process answers with them.
   const identity = new Identity(db, bus);
+  const tokens = new Tokens(jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR), clock, db);
   const credentials = new DeviceCredentials({ key: deviceSecretKey(config.DMS_DATA_DIR) });
+  registerCredentialMetrics(credentials, metrics.registry);
   const registry = new ThingRegistry(db, bus, (id) => identity.domain(id) !== undefined, credentials);
-  const readiness = new Readiness();
   let publicUrl = config.DMS_PUBLIC_URL;
   const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
   const fileStore = new LocalFileStore({ db, dir: fileStoreDir(config.DMS_DATA_DIR), clock });
+  const files = new Files(fileStore, signer, registry, identity);
   // Built before provisioning so that the bus keeps it current from the first change on.
   const search = new SearchIndex({ identity, registry }, bus);
-  const metrics = createMetrics();
-  registerCredentialMetrics(credentials, metrics.registry);
   const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
   const ruleStore = new SqliteRuleStore(db, config.ruleIdPrefix);
   // Followed from here on, so that the engine starts on every rule without asking the store.
   const ruleCache = await RuleCache.open(ruleStore, bus);
-  const events = new EventStore(db, clock);
-  const publisher = config.KAFKA_BROKERS
-    ? kafkaPublisher(config.KAFKA_BROKERS, config.KAFKA_EVENTS_TOPIC, topicLayout(config), logger)
-    : noPublisher;
-  // With Kafka, SET_RESOURCE and device observations go to the observations topic from every process,
-  // so the engine process owning the thing's partition evaluates them.
-  const observationsTopic = config.KAFKA_BROKERS
-    ? observationsProducer(config.KAFKA_BROKERS, config.KAFKA_OBSERVATIONS_TOPIC, topicLayout(config), logger)
-    : undefined;
-  // `ingest` is read at delivery time: the topic's producer, or the engine's once it runs.
-  const ingest = () => services.ingest;
-  const actions = new Outbox({
-    db,
-    logger,
-    timers,
-    concurrency: options.actionConcurrency,
-    registry: metrics.registry,
-    deps: { config, logger, mailer, ingest, events, publisher, timers },
+  const rules = new RulesService({
+    store: ruleStore,
+    bus,
+    identity,
+    registry,
+    allowPrivateWebhooks: config.DMS_WEBHOOK_ALLOW_PRIVATE,
   });
-  const secret = jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR);
+  const events = new EventStore(db, clock);
+  const observations = new ObservationStore(db);
   const observationReader = new ObservationReader(db);
   const find = createFindRunner({
     file: db.name,
@@ -140,126 +214,121 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const jobs = new ThingJobs({ db, registry, bus, documents, clock, logger });
   // On the bus, so that the MQTT bridge hears of jobs changed by the REST or scheduler process.
   jobs.onPendingChanged((things) => bus.emit("jobs.pending", { things: [...things] }));
+  const authenticate = authentication({ identity, tokens });
+
+  // Triggered actions and SET_RESOURCE observations go round: the engine hands actions to the outbox,
+  // the outbox's SET_RESOURCE feeds observations to the engine. The outbox reads `ingest` when it
+  // delivers, once both exist. With Kafka, observations go to the observations topic from every
+  // process, so the engine process owning the thing's partition evaluates them.
+  const publisher = config.KAFKA_BROKERS
+    ? kafkaPublisher(config.KAFKA_BROKERS, config.KAFKA_EVENTS_TOPIC, topicLayout(config), logger)
+    : noPublisher;
+  const observationsTopic = config.KAFKA_BROKERS
+    ? observationsProducer(config.KAFKA_BROKERS, config.KAFKA_OBSERVATIONS_TOPIC, topicLayout(config), logger)
+    : undefined;
+  const actions = new Outbox({
+    db,
+    logger,
+    timers,
+    concurrency: options.actionConcurrency,
+    registry: metrics.registry,
+    deps: { config, logger, mailer, ingest: () => ingest, events, publisher, timers },
+  });
+  const engine: EngineService | undefined = roles.has("engine")
+    ? createEngineService({
+        config,
+        db,
+        logger,
+        metrics,
+        readiness,
+        bus,
+        registry,
+        observations,
+        clock,
+        domainPath: (id) => identity.pathOf(id),
+        sink: options.actionSink ?? actions,
+        loadRules: () => ruleCache.all(),
+      })
+    : undefined;
+  const ingest: ObservationIngest | undefined = observationsTopic?.ingest ?? engine?.ingest;
+
+  const retention = roles.has("scheduler")
+    ? new RetentionSweeper({ db, targets: retentionTargets(config), clock, logger, registry: metrics.registry })
+    : undefined;
+  const jobScheduler = roles.has("scheduler") ? new JobScheduler(jobs, logger, options.jobsPollMs) : undefined;
+  const mqtt = roles.has("mqtt")
+    ? createDeviceBridge(config, { jobs, registry, bus, logger, metrics, observationsTopic, engine, db, clock })
+    : undefined;
+  const deviceBridge = mqtt?.bridge;
+  const proxy = roles.has("proxy")
+    ? createProxy({ config, logger, metrics, things: registry, authentication: authenticate })
+    : undefined;
+
   const services: Services = {
     config,
     db,
     logger,
     metrics,
     bus,
+    readiness,
+    clock,
     identity,
-    tokens: new Tokens(secret, clock, db),
+    tokens,
     registry,
-    observations: new ObservationStore(db),
-    signer,
-    files: new Files(fileStore, signer, registry, identity),
-    search,
-    mailer,
-    ruleStore,
-    rules: new RulesService({
-      store: ruleStore,
-      bus,
-      identity,
-      registry,
-      allowPrivateWebhooks: config.DMS_WEBHOOK_ALLOW_PRIVATE,
-    }),
-    actions,
-    actionSink: actions,
-    events,
+    observations,
     observationReader,
     find,
     exports,
-    clock,
+    mailer,
+    signer,
+    files,
+    search,
+    ruleStore,
+    rules,
+    actions,
+    events,
     jobs,
-    ingest: observationsTopic?.ingest,
-    readiness,
+    ingest,
+    engine,
+    jobScheduler,
+    retention,
+    deviceBridge,
+    proxy,
   };
   const provisioning = config.DMS_PROVISION ? readiness.register("provisioning", "not started") : undefined;
   const startup = readiness.register("components", "waiting for provisioning");
 
+  // Started in this order, stopped in the reverse one.
   const components: Component[] = [
+    // First in, so last to stop: the actions and the MQTT bridge may still produce while they stop.
+    ...(observationsTopic
+      ? [{ name: "observations-producer", start: async () => {}, stop: () => observationsTopic.close() }]
+      : []),
     // Instant exports run in whichever process accepted them, so the runner stops with every process.
     { name: "export-runner", start: async () => {}, stop: () => exports.runner.stop() },
+    ...(roles.has("scheduler") ? [exports.scheduler] : []),
+    ...(retention ? [retention] : []),
+    ...(roles.has("actions")
+      ? [
+          {
+            name: "actions",
+            start: () => actions.start(),
+            stop: async () => {
+              await actions.stop();
+              await publisher.close();
+            },
+          },
+        ]
+      : []),
+    ...(engine ? [{ name: "engine", start: () => engine.start(), stop: () => engine.stop() }] : []),
+    ...(jobScheduler ? [jobScheduler] : []),
+    // The source before the bridge and stopped after it: no publish finds it not taking yet, or gone.
+    ...(mqtt?.source ? [mqtt.source] : []),
+    ...(deviceBridge ? [deviceBridge] : []),
+    ...(proxy ? [proxy] : []),
   ];
-  // First in, so last to stop: the actions and the MQTT bridge may still produce while they stop.
-  if (observationsTopic) {
-    components.unshift({ name: "observations-producer", start: async () => {}, stop: () => observationsTopic.close() });
-  }
-  if (config.roles.has("scheduler")) {
-    components.push(exports.scheduler);
-    services.retention = new RetentionSweeper({
-      db,
-      targets: retentionTargets(config),
-      clock,
-      logger,
-      registry: metrics.registry,
-    });
-    components.push(services.retention);
-  }
-  if (config.roles.has("actions")) {
-    components.push({
-      name: "actions",
-      start: () => actions.start(),
-      stop: async () => {
-        await actions.stop();
-        await publisher.close();
-      },
-    });
-  }
-  if (config.roles.has("engine")) {
-    const engine = createEngineService({
-      ...services,
-      domainPath: (id) => identity.pathOf(id),
-      // Late-bound, so a test can install another sink in `services.actionSink`.
-      sink: { accept: (triggered) => (services.actionSink ?? actions).accept(triggered) },
-      loadRules: () => ruleCache.all(),
-    });
-    services.engine = engine;
-    services.ingest ??= engine.ingest;
-    components.push({ name: "engine", start: () => engine.start(), stop: () => engine.stop() });
-  }
-  if (config.roles.has("scheduler")) {
-    services.jobScheduler = new JobScheduler(jobs, logger, options.jobsPollMs);
-    components.push(services.jobScheduler);
-  }
-  if (config.roles.has("mqtt")) {
-    const device = new DeviceJobs(jobs);
-    services.deviceBridge = new DeviceBridge({
-      mqttUrl: config.MQTT_URL,
-      port: config.DMS_MQTT_PORT,
-      host: config.DMS_HTTP_HOST,
-      jobs: {
-        handle: (thingName, suffix, payload) => device.handle(thingName, suffix, payload),
-        notifications: (thingName) => device.notifications(thingName),
-        onPendingChanged: (listener) => bus.follow("jobs.pending", ({ things }) => listener(new Set(things))),
-      },
-      verifyThingSecret: (thingName, s) => registry.verifyThingSecret(thingName, s),
-      isBusy: (err) => err instanceof CredentialsBusyError,
-      bus,
-      logger,
-      registry: services.metrics.registry,
-    });
-    // Device observations (a device speaks only for itself): to the topic with Kafka (what the decode
-    // refused is a dead letter of this process), else to this process's engine (none: not taken).
-    const takeDevice = deviceIngest({
-      topic: observationsTopic?.ingest,
-      engine: services.engine?.accept,
-      deadLetters: new DeadLetterStore(db),
-      domainOf: (thingName) => registry.thing(thingName)?.domain,
-      clock,
-    });
-    if (takeDevice) {
-      // Started before the bridge and stopped after it: no publish finds it not taking yet, or gone.
-      const source = new MqttObservationSource(services.deviceBridge);
-      components.push({ name: "mqtt-source", start: () => source.start(takeDevice), stop: () => source.stop() });
-    }
-    components.push(services.deviceBridge);
-  }
-  if (config.roles.has("proxy")) {
-    services.proxy = createProxy({ ...services, things: registry, authentication: authentication(services) });
-    components.push(services.proxy);
-  }
 
-  const app = createApp(services, routeModules);
+  const app = createApp({ ...services, authentication: authenticate }, routeModules);
   const started: Component[] = [];
   let server: ServerType | undefined;
   let url: string | undefined;
@@ -270,7 +339,6 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     }
     if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
     search.close();
-    ruleCache.close();
     jobs.close();
     await find.close();
     relay?.stop();
@@ -313,6 +381,56 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     throw err;
   }
   return { services, app, url, close };
+}
+
+interface DeviceBridgeDeps {
+  jobs: ThingJobs;
+  registry: ThingRegistry;
+  bus: EventBus;
+  logger: Logger;
+  metrics: Metrics;
+  db: Db;
+  clock: () => number;
+  observationsTopic: { ingest: ObservationIngest } | undefined;
+  engine: EngineService | undefined;
+}
+
+/**
+ * The device MQTT bridge (the jobs' device side) and the MQTT observation source on its publishes:
+ * to the topic with Kafka, else to this process's engine; no source when neither is there.
+ */
+function createDeviceBridge(
+  config: Config,
+  { jobs, registry, bus, logger, metrics, db, clock, observationsTopic, engine }: DeviceBridgeDeps,
+): { bridge: DeviceBridge; source: Component | undefined } {
+  const device = new DeviceJobs(jobs);
+  const bridge = new DeviceBridge({
+    mqttUrl: config.MQTT_URL,
+    port: config.DMS_MQTT_PORT,
+    host: config.DMS_HTTP_HOST,
+    jobs: {
+      handle: (thingName, suffix, payload) => device.handle(thingName, suffix, payload),
+      notifications: (thingName) => device.notifications(thingName),
+      onPendingChanged: (listener) => bus.follow("jobs.pending", ({ things }) => listener(new Set(things))),
+    },
+    verifyThingSecret: (thingName, s) => registry.verifyThingSecret(thingName, s),
+    isBusy: (err) => err instanceof CredentialsBusyError,
+    bus,
+    logger,
+    registry: metrics.registry,
+  });
+  // Device observations, decoded once as their device's (a device speaks only for itself): what the
+  // decode refused is a dead letter of this process.
+  const takeDevice = deviceIngest({
+    topic: observationsTopic?.ingest,
+    engine: engine?.accept,
+    deadLetters: new DeadLetterStore(db),
+    domainOf: (thingName) => registry.thing(thingName)?.domain,
+    clock,
+  });
+  if (!takeDevice) return { bridge, source: undefined };
+  const source = new MqttObservationSource(bridge);
+  return { bridge, source: { name: "mqtt-source", start: () => source.start(takeDevice), stop: () => source.stop() } };
 }
 
 /** Objects live beside the database; an in-memory database gets a throw-away directory. */

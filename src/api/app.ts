@@ -1,18 +1,35 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { requestId } from "hono/request-id";
 import { ApiError, frameworkError } from "../errors/index.js";
-import { authentication } from "../auth/index.js";
-import type { Api, ApiEnv, RouteModule, Services } from "./context.js";
+import type { AuthEnv } from "../auth/index.js";
+import type { Config } from "../config/index.js";
+import type { Logger, Metrics } from "../observability/index.js";
+import type { Readiness } from "../readiness/index.js";
+import type { Db } from "../store/index.js";
+import type { Api, ApiEnv, RouteModule } from "./context.js";
 import { registerDocs } from "./docs.js";
 import { checkStages, stageNames, stagePath } from "./stages.js";
 import { jsonShapeGuard } from "./json-shape.js";
 import { validationHook } from "./validation.js";
 
+/** What the REST application itself uses, beside what its route modules declare. */
+export interface AppDeps {
+  config: Pick<Config, "DMS_STACK_NAME" | "DMS_MAX_BODY_BYTES">;
+  logger: Logger;
+  metrics: Metrics;
+  /** `/healthz` asks the database. */
+  db: Pick<Db, "prepare">;
+  readiness: Readiness;
+  /** The one authentication of this process (src/auth), shared with the proxy control interface. */
+  authentication: MiddlewareHandler<AuthEnv>;
+}
+
 /** Builds the REST application: middleware, every route module, `/openapi.json` and `/docs`. */
-export function createApp(services: Services, modules: readonly RouteModule[]): Api {
+export function createApp<D>(services: AppDeps & D, modules: readonly RouteModule<D>[]): Api {
   const stages = stageNames(services.config.DMS_STACK_NAME);
   const app: Api = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook, getPath: stagePath(stages) });
   const { logger, metrics } = services;
@@ -59,7 +76,7 @@ export function createApp(services: Services, modules: readonly RouteModule[]): 
     // Signed-URL uploads stream their body to the file store and apply their own limits.
     c.req.path.startsWith("/storage/") ? next() : limitBody(c, next),
   );
-  app.use(authentication(services));
+  app.use(services.authentication);
   // After authentication, so that only callers with a key and a token make the service read a body.
   app.use(jsonShapeGuard());
 

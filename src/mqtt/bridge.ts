@@ -40,7 +40,6 @@ export interface DeviceBridgeOptions {
   logger: Logger;
   /** Where the bridge registers its metrics (`metrics.registry`). */
   registry?: Registry;
-  onObservations?: ObservationHandler;
 }
 
 const REPLY = /\/(accepted|rejected|notify|notify-next)$/;
@@ -74,7 +73,6 @@ export class DeviceBridge {
   private readonly connected: Gauge;
 
   constructor(private readonly options: DeviceBridgeOptions) {
-    this.observations = options.onObservations;
     const registers = options.registry ? [options.registry] : [];
     this.received = new Counter({
       name: "dms_mqtt_device_messages_total",

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Observation } from "../../src/engine/index.js";
+import { migrations } from "../../src/migrations.js";
+import { openDatabase } from "../../src/store/index.js";
 import { startTestDms, type TestDms } from "../support/dms.js";
+import { standaloneOutbox } from "../support/outbox.js";
 import { json, type Payload } from "../support/http.js";
 import { MailReceiver, ManualClock, Receiver, triggered, until } from "./support.js";
 
@@ -193,9 +196,15 @@ describe("EVENT", () => {
 describe("SET_RESOURCE", () => {
   it("feeds the change back into the engine as an observation of the thing", async () => {
     const fed: Observation[] = [];
-    t.dms.services.ingest = async (observations) => {
-      fed.push(...observations);
-    };
+    // An outbox made from its parts, with an ingest that keeps what it is fed in place of an engine.
+    const db = openDatabase({ dataDir: ":memory:", migrations });
+    const own = standaloneOutbox(db, {
+      ingest: async (observations) => {
+        fed.push(...observations);
+      },
+    });
+    await own.start();
+    const before = Date.now();
     try {
       const a = triggered("SET_RESOURCE", { resource: "alarm", value: "${observation.temp}" });
       const payloadNested = triggered("SET_RESOURCE", { resource: "door.locked", value: true });
@@ -204,15 +213,18 @@ describe("SET_RESOURCE", () => {
         { type: "door", id: "back", state: { open: 0 } },
         { type: "window", id: "w", state: {} },
       ];
-      await outbox().accept([a]);
+      await own.accept([a]);
       await until(() => fed.length === 1, "first observation");
-      await outbox().accept([payloadNested]);
+      await own.accept([payloadNested]);
       await until(() => fed.length === 2, "second observation");
-      expect(fed[0]).toEqual({ thingName: "t1", timestamp: clock.now(), state: { alarm: 35 } });
+      expect(fed[0]).toEqual({ thingName: "t1", timestamp: fed[0]!.timestamp, state: { alarm: 35 } });
+      // Stamped when delivered (the outbox's clock), not with the triggering observation's time.
+      expect(fed[0]!.timestamp).toBeGreaterThanOrEqual(before);
       // Without an id it stands for every door of the thing (the engine's state merge applies it to all).
       expect(fed[1]!.nested).toEqual([{ type: "door", state: { locked: true } }]);
     } finally {
-      delete t.dms.services.ingest;
+      await own.stop();
+      db.close();
     }
   });
 

@@ -7,8 +7,7 @@ let t: TestDms;
 const sink = new CollectingSink();
 
 beforeAll(async () => {
-  t = await startTestDms({ env: { DMS_ROLES: "api,engine" } });
-  t.dms.services.actionSink = sink;
+  t = await startTestDms({ env: { DMS_ROLES: "api,engine" }, start: { actionSink: sink } });
   t.dms.services.bus.emit("rule.changed", { id: rule.id, rule });
 });
 afterAll(() => t.close());

@@ -56,8 +56,10 @@ describe("SET_RESOURCE with Kafka", () => {
     await createTopic(brokers, topic, 3);
     // The outbox runs where no engine does; the engine in a process of its own hands it what triggers.
     actions = await startTestDms({ env: { DMS_ROLES: "api,actions", ...topicEnv(topic) } });
-    engine = await startTestDms({ env: { DMS_ROLES: "api,engine", ...topicEnv(topic) } });
-    engine.dms.services.actionSink = actions.dms.services.actions;
+    engine = await startTestDms({
+      env: { DMS_ROLES: "api,engine", ...topicEnv(topic) },
+      start: { actionSink: actions.dms.services.actions },
+    });
     const bus = engine.dms.services.bus;
     bus.emit("rule.changed", {
       id: "set-alarm",

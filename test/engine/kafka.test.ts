@@ -34,8 +34,8 @@ describe("the Kafka source in a running dms", () => {
     await createTopic(brokers, topic, 2);
     t = await startTestDms({
       env: { DMS_ROLES: "api,engine", ...kafkaEnv(brokers, topic) },
+      start: { actionSink: sink },
     });
-    t.dms.services.actionSink = sink;
     t.dms.services.bus.emit("rule.changed", { id: hot.id, rule: hot });
   });
   afterAll(() => t?.close());

@@ -37,17 +37,14 @@ describe("engines sharing a data directory hand a thing's state over on a rebala
       KAFKA_GROUP_ID: groupId,
       DMS_BUS_POLL_MS: "50",
     };
-    const first = await startTestDms({ dataDir, env });
+    const sinks = [new CollectingSink(), new CollectingSink()];
+    const first = await startTestDms({ dataDir, env, start: { actionSink: sinks[0] } });
     // Three consecutive hot observations fire: the count is what must survive the hand-over.
     const { id: _, ...rule } = { ...hot, threshold: { count: 3, interval: 0 } };
     const created = await first.call("POST", "/rules", { user: "admin", body: { ...rule, id: "hot3" } });
     expect(created.status).toBe(200);
-    const second = await startTestDms({ dataDir, env });
-    for (const t of [first, second]) {
-      const sink = new CollectingSink();
-      t.dms.services.actionSink = sink;
-      engines.push({ t, sink, closed: false });
-    }
+    const second = await startTestDms({ dataDir, env, start: { actionSink: sinks[1] } });
+    engines.push({ t: first, sink: sinks[0]!, closed: false }, { t: second, sink: sinks[1]!, closed: false });
   }, 60_000);
   afterAll(async () => {
     for (const e of engines) if (!e.closed) await e.t.close();

@@ -41,8 +41,8 @@ beforeAll(async () => {
   await producer.connect();
   t = await startTestDms({
     env: { DMS_ROLES: "api,engine", ...kafkaEnv(brokers, topic), SCHEMA_REGISTRY_URL: url },
+    start: { actionSink: sink },
   });
-  t.dms.services.actionSink = sink;
   t.dms.services.bus.emit("rule.changed", { id: hot.id, rule: hot });
 }, SCHEMA_REGISTRY_START_TIMEOUT_MS);
 afterAll(async () => {

@@ -1,12 +1,21 @@
 import mqtt from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ActionSink } from "../../src/actions/index.js";
 import { startTestDms, type TestDms } from "../support/dms.js";
 import { json } from "../support/http.js";
 import { hot } from "../engine/support.js";
 
 let t: TestDms;
+/** Where the engine hands what triggers: the outbox, unless a test slows the hand-over down. */
+let sinkDelayMs: number | undefined;
+const sink: ActionSink = {
+  accept: (actions) =>
+    sinkDelayMs === undefined
+      ? t.dms.services.actions.accept(actions)
+      : new Promise((resolve) => setTimeout(resolve, sinkDelayMs)),
+};
 beforeAll(async () => {
-  t = await startTestDms({ env: { DMS_ROLES: "api,engine,mqtt", DMS_MQTT_PORT: "0" } });
+  t = await startTestDms({ env: { DMS_ROLES: "api,engine,mqtt", DMS_MQTT_PORT: "0" }, start: { actionSink: sink } });
 });
 afterAll(() => t.close());
 
@@ -95,9 +104,7 @@ describe("QoS 1 device observations (group commit)", () => {
     // Each batch triggers the rule and the sink takes its time, as an outbox on a busy disk would:
     // a PUBACK sent before the commit would reach the device well before the store has the row.
     t.dms.services.bus.emit("rule.changed", { id: hot.id, rule: hot });
-    t.dms.services.actionSink = {
-      accept: () => new Promise((resolve) => setTimeout(resolve, 50)),
-    };
+    sinkDelayMs = 50;
     const devices = await Promise.all(["t1", "t2", "e1"].map((name) => connect(name)));
     const base = Date.now() + 1_000_000;
     const missingAtAck: number[] = [];
@@ -126,7 +133,7 @@ describe("QoS 1 device observations (group commit)", () => {
       .get(base, base + 3000)!.n;
     expect(n).toBe(180);
     t.dms.services.bus.emit("rule.changed", { id: hot.id, rule: null });
-    t.dms.services.actionSink = undefined;
+    sinkDelayMs = undefined;
   });
 
   it("are not acknowledged when the store fails, and stored once when the device publishes them again", async () => {

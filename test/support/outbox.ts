@@ -2,14 +2,18 @@ import { pino } from "pino";
 import { Outbox, realTimers } from "../../src/actions/index.js";
 import { loadConfig } from "../../src/config/index.js";
 import { EventStore, noPublisher } from "../../src/events/index.js";
+import type { ObservationIngest } from "../../src/engine/index.js";
 import { createMailer } from "../../src/mail/index.js";
 import type { Db } from "../../src/store/index.js";
 
 /**
  * An outbox on `db` outside a running dms, not yet started: real timers, silent logs, the config of `env`
- * (not process.env), a mailer with no SMTP server, no SET_RESOURCE ingest and no event publisher.
+ * (not process.env), a mailer with no SMTP server, SET_RESOURCE into `ingest` (none: no engine) and no event publisher.
  */
-export function standaloneOutbox(db: Db, options: { env?: Record<string, string>; concurrency?: number } = {}): Outbox {
+export function standaloneOutbox(
+  db: Db,
+  options: { env?: Record<string, string>; concurrency?: number; ingest?: ObservationIngest } = {},
+): Outbox {
   const logger = pino({ level: "silent" });
   return new Outbox({
     db,
@@ -20,7 +24,7 @@ export function standaloneOutbox(db: Db, options: { env?: Record<string, string>
       config: loadConfig(options.env ?? {}),
       logger,
       mailer: createMailer(undefined, "x@y", logger),
-      ingest: () => undefined,
+      ingest: () => options.ingest,
       events: new EventStore(db, Date.now),
       publisher: noPublisher,
       timers: realTimers,

@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { authorize, requireReadWrite } from "../../auth/index.js";
+import { authorize, requireReadWrite, type Identity } from "../../auth/index.js";
 import { ApiError, notFound } from "../../errors/index.js";
+import type { Outbox } from "../../actions/index.js";
 import type { RouteModule } from "../context.js";
 import { jsonResponses, PageInfoSchema } from "../openapi.js";
 
@@ -52,7 +53,7 @@ const retry = createRoute({
   responses: jsonResponses(DeliverySchema),
 });
 
-export const actionRoutes: RouteModule = (app, { actions, identity }) => {
+export const actionRoutes: RouteModule<{ actions: Outbox; identity: Identity }> = (app, { actions, identity }) => {
   app.openapi(list, (c) => {
     const principal = c.get("principal");
     const { size, marker } = c.req.valid("query");

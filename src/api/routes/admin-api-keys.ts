@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { ROOT_DOMAIN, authorize, requireReadWrite } from "../../auth/index.js";
+import { ROOT_DOMAIN, authorize, requireReadWrite, type Identity } from "../../auth/index.js";
 import { randomSecret } from "../../config/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonResponses } from "../openapi.js";
@@ -41,7 +41,7 @@ const remove = createRoute({
 });
 
 /** API keys identify client applications of the whole service, so they are managed on root only. */
-export const adminApiKeyRoutes: RouteModule = (app, { identity }) => {
+export const adminApiKeyRoutes: RouteModule<{ identity: Identity }> = (app, { identity }) => {
   app.openapi(list, (c) => {
     authorize(c.get("principal"), "ApiKeys.READ", ROOT_DOMAIN);
     return c.json({ apiKeys: identity.apiKeys() }, 200);

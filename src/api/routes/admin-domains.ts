@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { authorize, requireReadWrite, type Domain } from "../../auth/index.js";
+import { authorize, requireReadWrite, type Domain, type Identity } from "../../auth/index.js";
 import { notFound } from "../../errors/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
@@ -62,7 +62,7 @@ const remove = createRoute({
   responses: emptyResponses(),
 });
 
-export const adminDomainRoutes: RouteModule = (app, { identity }) => {
+export const adminDomainRoutes: RouteModule<{ identity: Identity }> = (app, { identity }) => {
   const existing = (id: string): Domain => {
     const domain = identity.domain(id);
     if (!domain) throw notFound("DOMAIN_NOT_FOUND", `Domain ${id}`, "id");

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { authorize, requireReadWrite, type Principal } from "../../auth/index.js";
+import { authorize, requireReadWrite, type Principal, type Identity } from "../../auth/index.js";
 import { notFound } from "../../errors/index.js";
 import type { ThingGroup, ThingRegistry } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
@@ -101,7 +101,10 @@ function requireReadableThings(registry: ThingRegistry, principal: Principal, th
   }
 }
 
-export const adminThingGroupRoutes: RouteModule = (app, { identity, registry }) => {
+export const adminThingGroupRoutes: RouteModule<{ identity: Identity; registry: ThingRegistry }> = (
+  app,
+  { identity, registry },
+) => {
   const existing = (idOrName: string): ThingGroup => {
     const group = registry.group(idOrName);
     if (!group) throw notFound("THING_GROUP_NOT_FOUND", `Thing group ${idOrName}`, "id");

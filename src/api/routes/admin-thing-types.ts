@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { authorize, requireReadWrite } from "../../auth/index.js";
+import { authorize, requireReadWrite, type Identity } from "../../auth/index.js";
 import { notFound } from "../../errors/index.js";
-import { DATA_TYPES, RESOURCE_TYPES, type ThingType } from "../../things/index.js";
+import { DATA_TYPES, RESOURCE_TYPES, type ThingType, type ThingRegistry } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
 import { authorizeChange, requireDomain } from "./admin-support.js";
@@ -94,7 +94,10 @@ const remove = createRoute({
   responses: emptyResponses(),
 });
 
-export const adminThingTypeRoutes: RouteModule = (app, { identity, registry }) => {
+export const adminThingTypeRoutes: RouteModule<{ identity: Identity; registry: ThingRegistry }> = (
+  app,
+  { identity, registry },
+) => {
   const existing = (id: string): ThingType => {
     const thingType = registry.thingType(id);
     if (!thingType) throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${id}`, "id");

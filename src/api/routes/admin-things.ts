@@ -188,7 +188,10 @@ function bulkAnswer(outcomes: ThingOutcome[], names: string[]) {
   return { done, errors };
 }
 
-export const adminThingRoutes: RouteModule = (app, { identity, registry }) => {
+export const adminThingRoutes: RouteModule<{ identity: Identity; registry: ThingRegistry }> = (
+  app,
+  { identity, registry },
+) => {
   const existing = (thingName: string): Thing => {
     const thing = registry.thing(thingName);
     if (!thing) throw notFound("THING_NOT_FOUND", `Thing ${thingName}`, "thingName");

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { ROLES, isGrant, requireReadWrite, type User } from "../../auth/index.js";
+import { ROLES, isGrant, requireReadWrite, type User, type Identity } from "../../auth/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
 import { authorizeGrants, authorizeUser, domainsOf, existingUser, requireDomains } from "./admin-support.js";
@@ -88,7 +88,7 @@ const remove = createRoute({
   responses: emptyResponses(),
 });
 
-export const adminUserRoutes: RouteModule = (app, { identity }) => {
+export const adminUserRoutes: RouteModule<{ identity: Identity }> = (app, { identity }) => {
   const existing = (userName: string): User => existingUser(identity, userName);
 
   app.openapi(list, (c) => {

@@ -1,7 +1,17 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { ACTIONS, RESOURCES, expandGrant, identityIdOf, type Action, type RoleName } from "../../auth/index.js";
+import {
+  ACTIONS,
+  RESOURCES,
+  expandGrant,
+  identityIdOf,
+  type Action,
+  type Identity,
+  type RoleName,
+  type Tokens,
+} from "../../auth/index.js";
+import type { Config } from "../../config/index.js";
 import { ApiError } from "../../errors/index.js";
-import type { RouteModule, Services } from "../context.js";
+import type { RouteModule } from "../context.js";
 import { jsonBody, jsonResponses } from "../openapi.js";
 
 const LoginResponse = z
@@ -63,7 +73,13 @@ function objectPermissions(role: RoleName, privileges: Record<string, string[]>)
 }
 
 /** `family`: the refresh-token family an exchange continues; a login starts one. */
-async function session(services: Services, userName: string, family?: string): Promise<z.infer<typeof LoginResponse>> {
+interface AuthDeps {
+  identity: Identity;
+  tokens: Tokens;
+  config: Pick<Config, "DMS_STACK_NAME">;
+}
+
+async function session(services: AuthDeps, userName: string, family?: string): Promise<z.infer<typeof LoginResponse>> {
   const user = services.identity.user(userName);
   if (!user) throw new ApiError("UNAUTHORIZED", "Unknown user");
   const { token, refreshToken, expiresIn } = await services.tokens.issue(user.userName, family);
@@ -85,7 +101,7 @@ async function session(services: Services, userName: string, family?: string): P
   };
 }
 
-export const authRoutes: RouteModule = (app, services) => {
+export const authRoutes: RouteModule<AuthDeps> = (app, services) => {
   app.openapi(login, async (c) => {
     const { userName, password } = c.req.valid("json");
     const user = await services.identity.authenticate(userName, password);

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { authorize, requireReadWrite } from "../../auth/index.js";
-import { CLASSIFICATIONS } from "../../events/index.js";
+import { authorize, requireReadWrite, type Identity } from "../../auth/index.js";
+import { CLASSIFICATIONS, type EventStore } from "../../events/index.js";
 import { invalid, notFound } from "../../errors/index.js";
 import type { RouteModule } from "../context.js";
 import { jsonResponses, PageInfoSchema } from "../openapi.js";
@@ -69,7 +69,7 @@ function parseInstant(v: string): number | undefined {
   return Number.isNaN(t) ? undefined : t;
 }
 
-export const eventRoutes: RouteModule = (app, { events, identity }) => {
+export const eventRoutes: RouteModule<{ events: EventStore; identity: Identity }> = (app, { events, identity }) => {
   app.openapi(list, (c) => {
     const principal = c.get("principal");
     const q = c.req.valid("query");

@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import type { Files } from "../../files/index.js";
 import type { RouteModule } from "../context.js";
 import { jsonResponses } from "../openapi.js";
 
@@ -101,7 +102,7 @@ const remove = createRoute({
   responses: jsonResponses(z.object({ fileName: z.string() })),
 });
 
-export const fileRoutes: RouteModule = (app, { files }) => {
+export const fileRoutes: RouteModule<{ files: Files }> = (app, { files }) => {
   app.openapi(list, async (c) => {
     const q = c.req.valid("query");
     return c.json(await files.list(c.get("principal"), { ...q, maxKeys: q.maxKeys ?? 1000 }), 200);

@@ -21,7 +21,7 @@ import { thingTypeRoutes } from "./thing-types.js";
 import { thingRoutes } from "./things.js";
 
 /** Every REST area, registered in one place. */
-export const routeModules: readonly RouteModule[] = [
+const modules = [
   manifestRoutes,
   authRoutes,
   adminDomainRoutes,
@@ -42,4 +42,12 @@ export const routeModules: readonly RouteModule[] = [
   userRoutes,
   thingTypeRoutes,
   thingRoutes,
-];
+] as const;
+
+type DepsOf<M> = M extends RouteModule<infer D> ? D : never;
+type AllOf<U> = (U extends unknown ? (u: U) => void : never) extends (all: infer I) => void ? I : never;
+
+/** What REST needs from the wiring: everything some area declares it uses, and nothing else. */
+export type RouteDeps = AllOf<DepsOf<(typeof modules)[number]>>;
+
+export const routeModules: readonly RouteModule<RouteDeps>[] = modules;

@@ -1,5 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { ApiError } from "../../errors/index.js";
+import type { Config } from "../../config/index.js";
+import type { Identity } from "../../auth/index.js";
 import type { RouteModule } from "../context.js";
 import { jsonResponses } from "../openapi.js";
 
@@ -53,7 +55,10 @@ const metadataManifest = createRoute({
   responses: jsonResponses(MetadataManifestSchema),
 });
 
-export const manifestRoutes: RouteModule = (app, { config, identity }) => {
+export const manifestRoutes: RouteModule<{
+  config: Pick<Config, "DMS_STACK_NAME" | "DMS_PUBLIC_URL">;
+  identity: Identity;
+}> = (app, { config, identity }) => {
   const stack = config.DMS_STACK_NAME;
   const names = { Region: REGION, IdentityPool: `${REGION}:${stack}-no-cognito`, UserPool: `${REGION}_${stack}` };
 

@@ -7,6 +7,8 @@ import {
   type StoredDeadLetter,
 } from "../../engine/index.js";
 import { ApiError } from "../../errors/index.js";
+import type { Readiness } from "../../readiness/index.js";
+import type { ThingRegistry } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { jsonBody, jsonResponses } from "../openapi.js";
 
@@ -82,7 +84,14 @@ const deadLetters = createRoute({
   ),
 });
 
-export const observationsIngestRoutes: RouteModule = (app, services) => {
+interface IngestDeps {
+  /** The engine, when this process runs the `engine` role; else these operations answer 503. */
+  engine: EngineService | undefined;
+  readiness: Readiness;
+  registry: ThingRegistry;
+}
+
+export const observationsIngestRoutes: RouteModule<IngestDeps> = (app, services) => {
   const engine = (): EngineService => {
     if (!services.engine)
       throw new ApiError("INTERNAL_ERROR", "the engine does not run in this process (DMS_ROLES)", undefined, 503);

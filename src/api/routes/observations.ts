@@ -3,8 +3,16 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { Histogram } from "prom-client";
 import { authorize, type Principal } from "../../auth/index.js";
 import { invalid, notFound } from "../../errors/index.js";
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, executionDetail } from "../../observations/index.js";
-import type { RouteModule, Services } from "../context.js";
+import {
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  executionDetail,
+  type Exports,
+  type FindRunner,
+} from "../../observations/index.js";
+import type { Metrics } from "../../observability/index.js";
+import type { ThingRegistry } from "../../things/index.js";
+import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses, PageInfoSchema } from "../openapi.js";
 
 const tags = ["observations"];
@@ -199,7 +207,15 @@ const storageExport = createRoute({
   },
 });
 
-export const observationRoutes: RouteModule = (app, services) => {
+interface ObservationDeps {
+  exports: Exports;
+  find: FindRunner;
+  registry: ThingRegistry;
+  metrics: Metrics;
+  clock: () => number;
+}
+
+export const observationRoutes: RouteModule<ObservationDeps> = (app, services) => {
   const exports = services.exports;
   const findSeconds = new Histogram({
     name: "dms_find_duration_seconds",
@@ -274,7 +290,11 @@ export const observationRoutes: RouteModule = (app, services) => {
  * The indices FIND may search: thing types on which the caller holds
  * ThingTypes.READ, limited to `queryScope.thingTypes` when given.
  */
-function readableThingTypes(services: Services, principal: Principal, scope: string[] | undefined): string[] {
+function readableThingTypes(
+  services: Pick<ObservationDeps, "registry">,
+  principal: Principal,
+  scope: string[] | undefined,
+): string[] {
   const readable = services.registry.thingTypes().filter((t) => principal.can("ThingTypes.READ", t.domain));
   const ids = readable.map((t) => t.id);
   if (!scope) return ids;

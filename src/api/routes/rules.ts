@@ -1,7 +1,14 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { webhookDnsProblem } from "../../actions/index.js";
 import { ApiError, required } from "../../errors/index.js";
-import { BulkUpdateSchema, CreateRuleBodySchema, DryRunSchema, RuleBodySchema } from "../../rules/index.js";
+import {
+  BulkUpdateSchema,
+  CreateRuleBodySchema,
+  DryRunSchema,
+  RuleBodySchema,
+  type RulesService,
+} from "../../rules/index.js";
+import type { Config } from "../../config/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
 
@@ -103,7 +110,10 @@ const test = createRoute({
   ),
 });
 
-export const ruleRoutes: RouteModule = (app, { rules, config }) => {
+export const ruleRoutes: RouteModule<{ rules: RulesService; config: Pick<Config, "DMS_WEBHOOK_ALLOW_PRIVATE"> }> = (
+  app,
+  { rules, config },
+) => {
   /** A webhook host that resolves to a non-public address now is refused at once (delivery checks again). */
   const checkDns = async (actions: readonly { type: string; config: unknown }[]): Promise<void> => {
     const problem = await webhookDnsProblem(actions, config.DMS_WEBHOOK_ALLOW_PRIVATE);

@@ -2,8 +2,9 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { Histogram } from "prom-client";
 import { ApiError } from "../../errors/index.js";
-import { MAX_RESULT_WINDOW, SEARCH_TYPES, SORT_FIELDS } from "../../search/index.js";
+import { MAX_RESULT_WINDOW, SEARCH_TYPES, SORT_FIELDS, type SearchIndex } from "../../search/index.js";
 import { DATA_TYPES, RESOURCE_TYPES } from "../../things/index.js";
+import type { Metrics } from "../../observability/index.js";
 import type { RouteModule } from "../context.js";
 import { jsonBody, jsonResponses } from "../openapi.js";
 import { issueToError } from "../validation.js";
@@ -81,7 +82,10 @@ function queryHook(
   throw new ApiError("INVALID_ARGUMENTS", `Invalid search query: ${detail}`, "query");
 }
 
-export const searchRoutes: RouteModule = (app, { search: index, metrics }) => {
+export const searchRoutes: RouteModule<{ search: SearchIndex; metrics: Metrics }> = (
+  app,
+  { search: index, metrics },
+) => {
   const duration = new Histogram({
     name: "dms_search_duration_seconds",
     help: "Time to answer a search, index work only",

@@ -4,7 +4,16 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import type { Context } from "hono";
 import { Counter } from "prom-client";
 import { ApiError } from "../../errors/index.js";
-import { MAX_UPLOAD_BYTES, PutError, TRANSFER_PREFIX, keyOfTransferPath, type FileVersion } from "../../files/index.js";
+import {
+  MAX_UPLOAD_BYTES,
+  PutError,
+  TRANSFER_PREFIX,
+  keyOfTransferPath,
+  type FileVersion,
+  type Files,
+} from "../../files/index.js";
+import type { UrlSigner } from "../../signing/index.js";
+import type { Metrics } from "../../observability/index.js";
 import type { ApiEnv, RouteModule } from "../context.js";
 
 /**
@@ -12,7 +21,10 @@ import type { ApiEnv, RouteModule } from "../context.js";
  * under `/storage/files/`, without credentials. Uploads stream to disk (the
  * body limit of the REST interface does not apply here).
  */
-export const storageFileRoutes: RouteModule = (app, { files, signer, metrics }) => {
+export const storageFileRoutes: RouteModule<{ files: Files; signer: UrlSigner; metrics: Metrics }> = (
+  app,
+  { files, signer, metrics },
+) => {
   const bytes = new Counter({
     name: "dms_file_transfer_bytes_total",
     help: "Bytes moved through signed file URLs, by direction",

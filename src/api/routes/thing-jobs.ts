@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { authorize, requireReadWrite, type Principal } from "../../auth/index.js";
+import { authorize, requireReadWrite, type Identity, type Principal } from "../../auth/index.js";
 import { ApiError, notAuthorized, notFound } from "../../errors/index.js";
 import {
   EXECUTION_STATUSES,
@@ -9,7 +9,8 @@ import {
   type ExecutionStatus,
   type ThingJobs,
 } from "../../jobs/index.js";
-import type { RouteModule } from "../context.js";
+import type { ThingRegistry } from "../../things/index.js";
+import type { Api, RouteModule } from "../context.js";
 import { emptyResponses, ErrorSchema, jsonBody, jsonResponses } from "../openapi.js";
 
 const tags = ["thing jobs"];
@@ -244,11 +245,10 @@ function errorResponse(description: string) {
   return { description, content: { "application/json": { schema: ErrorSchema } } };
 }
 
-export const thingJobRoutes: RouteModule = (app, services) => {
-  const jobs = services.jobs;
-  if (!jobs) return;
-  const { identity } = services;
-
+export const thingJobRoutes: RouteModule<{ jobs: ThingJobs; identity: Identity; registry: ThingRegistry }> = (
+  app,
+  { jobs, identity, registry },
+) => {
   /** The job, after the caller's privilege on its domain (the domain of its job document). */
   const jobFor = (principal: Principal, jobId: string, privilege: "READ" | "UPDATE" | "DELETE") => {
     const job = jobs.requireJob(jobId);
@@ -306,7 +306,7 @@ export const thingJobRoutes: RouteModule = (app, services) => {
     if (readable.size === 0) throw notAuthorized(`User ${principal.userName} holds ThingJobs.READ on no domain`);
     let groupId: string | undefined;
     if (query.group !== undefined) {
-      const group = services.registry.group(query.group);
+      const group = registry.group(query.group);
       if (!group) throw notFound("THING_GROUP_NOT_FOUND", `Thing group ${query.group}`, "group");
       authorize(principal, "ThingGroups.READ", group.domain);
       groupId = group.id;
@@ -370,7 +370,7 @@ export const thingJobRoutes: RouteModule = (app, services) => {
 };
 
 /** The signed PUT of a job document: no credentials, the URL's signature is the authority. */
-function registerUpload(app: Parameters<RouteModule>[0], jobs: ThingJobs): void {
+function registerUpload(app: Api, jobs: ThingJobs): void {
   app.put("/storage/job-documents/:documentId", async (c) => {
     await jobs.documents.upload({
       documentId: c.req.param("documentId"),

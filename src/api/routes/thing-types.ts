@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import type { ThingRegistry } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { jsonResponses } from "../openapi.js";
 import { ThingTypeSchema } from "./admin-thing-types.js";
@@ -28,7 +29,7 @@ const get = createRoute({
   responses: jsonResponses(ThingTypeSchema),
 });
 
-export const thingTypeRoutes: RouteModule = (app, { registry }) => {
+export const thingTypeRoutes: RouteModule<{ registry: ThingRegistry }> = (app, { registry }) => {
   app.openapi(list, (c) => {
     const principal = c.get("principal");
     return c.json(

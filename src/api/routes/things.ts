@@ -1,8 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { authorize, requireReadWrite } from "../../auth/index.js";
+import { authorize, requireReadWrite, type Identity } from "../../auth/index.js";
 import { notFound } from "../../errors/index.js";
 import { planFind, searchDocs, type Doc } from "../../observations/index.js";
-import type { Thing } from "../../things/index.js";
+import type { Thing, ThingRegistry } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { jsonBody, jsonResponses } from "../openapi.js";
 import { ThingNameSchema, ThingSchema } from "./admin-things.js";
@@ -85,7 +85,10 @@ function docOf(thing: Thing, id: number): Doc {
   };
 }
 
-export const thingRoutes: RouteModule = (app, { identity, registry, clock }) => {
+export const thingRoutes: RouteModule<{ identity: Identity; registry: ThingRegistry; clock: () => number }> = (
+  app,
+  { identity, registry, clock },
+) => {
   app.openapi(create, async (c) => {
     const { protocol: _mqtt, ...body } = c.req.valid("json");
     const principal = c.get("principal");

@@ -107,7 +107,7 @@ function view(identity: Identity, user: User): z.infer<typeof MicUserSchema> {
   };
 }
 
-export const userRoutes: RouteModule = (app, { identity }) => {
+export const userRoutes: RouteModule<{ identity: Identity }> = (app, { identity }) => {
   const existing = (userName: string): User => existingUser(identity, userName);
 
   app.openapi(get, (c) => {
