@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 export const FIGURES_FILE = join(HERE, "figures.json");
-export const CHARTS_DIR = process.env.BENCH_CHARTS_DIR ?? join(HERE, "charts");
+export const CHARTS_DIR = join(HERE, "charts");
 
 export interface EngineFigures {
   date: string;
@@ -59,12 +59,12 @@ export function readFigures(): Figures {
   return existsSync(FIGURES_FILE) ? (JSON.parse(readFileSync(FIGURES_FILE, "utf8")) as Figures) : {};
 }
 
-/** Writes the charts the figures allow; returns the files written. */
-export function writeCharts(figures: Figures = readFigures()): string[] {
-  mkdirSync(CHARTS_DIR, { recursive: true });
+/** Writes the charts the figures allow into `dir`; returns the files written. */
+export function writeCharts(figures: Figures = readFigures(), dir = CHARTS_DIR): string[] {
+  mkdirSync(dir, { recursive: true });
   const written: string[] = [];
   const put = (name: string, svg: string): void => {
-    const file = join(CHARTS_DIR, name);
+    const file = join(dir, name);
     writeFileSync(file, svg);
     written.push(file);
   };
