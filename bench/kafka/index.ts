@@ -213,7 +213,8 @@ async function latency(rate: number, seconds: number): Promise<number[]> {
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   }
   await Promise.race([consuming, new Promise((r) => setTimeout(r, 30_000))]);
-  return sink.latencies.sort((a, b) => a - b);
+  // A copy: after the 30 s time-out the consumer may still be appending to sink.latencies.
+  return [...sink.latencies].sort((a, b) => a - b);
 }
 const pct = (lat: number[], p: number): number =>
   lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))] ?? NaN;
