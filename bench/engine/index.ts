@@ -26,7 +26,11 @@ import { migrations } from "../../src/migrations.js";
 import { ObservationStore } from "../../src/observations/index.js";
 import type { ExpressionItem, Poi, Rule } from "../../src/rules/index.js";
 import { openDatabase, startCheckpointer } from "../../src/store/index.js";
-import { fmt, header, table, writeSection } from "./report.js";
+import { recordFigures } from "../charts.js";
+import { runPeer } from "./peer/index.js";
+import { peerSection } from "./peer/report.js";
+import { fmt, header, loadAverage, table, writeSection } from "./report.js";
+import { RULES_PER_TYPE_SWEEP, sweepRules } from "./sweep.js";
 import { thingResolver, workload, type Workload } from "./workload.js";
 
 const N = Number(process.argv[2] ?? 2_000_000);
@@ -36,6 +40,10 @@ const MATHJS_SAMPLE = Math.min(N, 20_000);
 const JRE_SAMPLE = 3_000;
 // json-rules-engine is compared with the engine on the same sample, run right before it.
 const RULES_PER_TYPE = 100;
+/** The engine's rate by rules per type (10 to 1,000) on this many observations each. */
+const SWEEP_SAMPLE = Math.min(N, Number(process.env.ENGINE_SWEEP_SAMPLE ?? 100_000));
+/** The JVM CEP peer and dms on the first observations (0: no peer). 300,000 is 3 per thing: some trigger. */
+const PEER_SAMPLE = Math.min(N, Number(process.env.ENGINE_PEER_SAMPLE ?? 300_000));
 
 const log = (...a: unknown[]): void => console.error(...a);
 
@@ -44,6 +52,7 @@ function main(): Promise<void> {
 }
 
 async function run(): Promise<void> {
+  const startLoad = loadAverage();
   const w = workload();
   log(
     `workload: ${w.things.length} things, ${w.types.length} types, ${w.rules.length} rules; encoding ${fmt(N)} observations`,
@@ -97,6 +106,16 @@ async function run(): Promise<void> {
   // (b) json-rules-engine on a sample
   const jre = await runJsonRulesEngine(w, data.chunk(0, JRE_SAMPLE));
   log(`json-rules-engine: ${fmt(jre.rate)} obs/s`);
+
+  // (c) the rate by rules per thing type, and (d) the JVM CEP peer beside dms on the same sample
+  const sweep = sweepRules((s, e) => data.chunk(s, e), SWEEP_SAMPLE, CHUNK);
+  for (const p of sweep) log(`${p.rulesPerType} rules/type: ${fmt(p.rate)} obs/s (decode-only ${fmt(p.decodeRate)})`);
+  const peerLoad = loadAverage();
+  const dmsOnSample = PEER_SAMPLE > 0 ? runEngine(w, data, PEER_SAMPLE, resolveThing, {}) : undefined;
+  const peer = dmsOnSample
+    ? await runPeer({ rules: w.rules, things: w.things, messages: data.messages(PEER_SAMPLE) })
+    : undefined;
+  if (peer) log(`peer: ${"skipped" in peer ? peer.skipped : `${fmt(peer.observations / peer.seconds)} obs/s`}`);
 
   const nsPerObs = (1e9 * main.seconds) / N;
   const rows: (string | number)[][] = [
@@ -160,8 +179,20 @@ async function run(): Promise<void> {
       [">= 100x json-rules-engine", main.rate / jre.rate >= 100 ? "yes" : "no"],
     ],
   );
+  const sweepTable = table(
+    ["rules per thing type", "rules", "observations/s", "vs decode-only", "rule matches per observation"],
+    sweep.map((p) => [
+      fmt(p.rulesPerType),
+      fmt(p.rules),
+      fmt(p.rate),
+      ratio(p.rate, p.decodeRate),
+      p.matchesPerObservation.toFixed(2),
+    ]),
+  );
   const body = [
     header("bench/engine: decode + evaluate + state update, in process", `npx tsx bench/engine/index.ts ${N}`),
+    `Load average at the start / at the peer: ${startLoad} / ${peerLoad}. Charts: [rate by rules per type](charts/engine-rules.svg), [ratios](charts/ratios.svg).`,
+    "",
     `Workload (seeded): ${fmt(w.things.length)} things over ${w.types.length} thing types, ${fmt(w.rules.length)} rules (${RULES_PER_TYPE} per type: gt/gte/lt/lte and eq on constants, \`\${}\` expressions over thing.state and observation, 25-point polygons, POIs, enter/leave, two-condition rules; each matching about 2 % of observations; threshold count 3). ${fmt(N)} observations as JSON bytes (about ${Math.round(data.bytes.length / N)} bytes each, in one buffer), handed over in chunks of ${fmt(CHUNK)} as a source would (building a chunk is not timed, in any pass), on one thread; state in memory (the durable row adds the SQLite observation store and state flush per chunk). json-rules-engine: one engine per thing type with the same 100 rules (custom operators for geometry and expressions, facts = observation and previous state), run on the first ${fmt(JRE_SAMPLE)} observations.`,
     "",
     table(["run", "observations", "observations/s", "ns/observation", "vs decode-only"], rows),
@@ -169,9 +200,33 @@ async function run(): Promise<void> {
     facts,
     "",
     targets,
+    "",
+    `### By rules per thing type\n\nThe first ${fmt(SWEEP_SAMPLE)} observations through an engine loaded with ${RULES_PER_TYPE_SWEEP.join(", ")} rules per type (past 100, more blocks of the same mix), each interleaved with JSON.parse alone.\n`,
+    sweepTable,
+    ...(peer && dmsOnSample ? ["", peerSection(peer, { observations: PEER_SAMPLE, ...dmsOnSample })] : []),
   ].join("\n");
   console.log(body);
   writeSection("engine", body);
+  recordFigures("engine", {
+    date: new Date().toISOString(),
+    load: startLoad,
+    observations: N,
+    decodeRate: N / decode.seconds,
+    engineRate: main.rate,
+    durableRate: durable.rate,
+    jsonRulesEngineRate: jre.rate,
+    ...(peer && !("skipped" in peer) && dmsOnSample
+      ? {
+          peer: {
+            name: `Esper ${peer.esper}`,
+            observations: PEER_SAMPLE,
+            rate: peer.observations / peer.seconds,
+            dmsRate: dmsOnSample.rate,
+          },
+        }
+      : {}),
+    sweep,
+  });
 }
 
 function ratio(a: number, b: number): string {
@@ -198,6 +253,11 @@ class Encoded {
       this.offsets[i + 1] = this.offsets[i]! + b.length;
     }
     this.bytes = Buffer.concat(parts);
+  }
+
+  /** The first n observations' bytes (the JVM peer's input). */
+  *messages(n: number): Generator<Buffer> {
+    for (let i = 0; i < Math.min(n, this.length); i++) yield this.bytes.subarray(this.offsets[i], this.offsets[i + 1]);
   }
 
   /** Observations [start, end) as a source would hand them over. */

@@ -20,5 +20,12 @@ export function table(head: string[], rows: (string | number)[][]): string {
   return [line(head), line(head.map(() => "---")), ...rows.map(line)].join("\n");
 }
 
+/** `uptime`'s three load averages: the box is shared, so every figure goes with the load it ran under. */
+export const loadAverage = (): string =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(", ");
+
 export const fmt = (n: number, digits = 0): string =>
   n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });

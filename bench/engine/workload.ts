@@ -29,7 +29,7 @@ const LAT0 = 59;
 const BOX_KM2 = 111.32 * Math.cos((59.5 * Math.PI) / 180) * 111.32 * 1;
 
 /**
- * 100,000 things over 100 thing types; 100 rules per type, each matching
+ * 100,000 things over 100 thing types; 100 rules per type (up to 1,000: more blocks of the same mix), each matching
  * about 2 % of observations: constants (gt/lt on three numbers, eq on a
  * string), `${}` expressions over thing.state and observation, 25-point
  * polygons, POIs, enter/leave, and two-condition rules. Threshold count 3
@@ -46,10 +46,14 @@ export function workload(
   const things = types.flatMap((t) =>
     Array.from({ length: perType }, (_, i) => ({ thingName: `${t}-${i}`, thingType: t })),
   );
-  const rules: Rule[] = [];
-  for (const t of types) rules.push(...rulesFor(t, r));
   const rulesPerType = options.rulesPerType ?? 100;
-  const kept = rules.filter((_, i) => i % 100 < rulesPerType);
+  const byType = new Map(types.map((t) => [t, rulesFor(t, r, 0)]));
+  // Past 100 rules per type, more blocks of the same mix from a second generator, so the first 100
+  // of each type stay the rules every other run has.
+  const more = rng(seed + 1);
+  for (let block = 1; block * 100 < rulesPerType; block++)
+    for (const t of types) byType.get(t)!.push(...rulesFor(t, more, block * 100));
+  const kept = types.flatMap((t) => byType.get(t)!.slice(0, rulesPerType));
 
   return {
     types,
@@ -81,7 +85,8 @@ function thingIndex(seed: number, i: number, n: number): number {
   return (i * 7919 + seed) % n;
 }
 
-function rulesFor(type: string, r: () => number): Rule[] {
+/** 100 rules of `type`, numbered from `first`. */
+function rulesFor(type: string, r: () => number, first: number): Rule[] {
   const out: Rule[] = [];
   const base = (n: number, expression: Rule["expression"]): Rule => ({
     id: `${type}-r${n}`,
@@ -93,7 +98,7 @@ function rulesFor(type: string, r: () => number): Rule[] {
     actions: [{ type: "EVENT", config: { classification: "ALARM", message: "rule ${rule.name}" } }],
   });
   const numbers = ["temp", "hum", "press"];
-  let n = 0;
+  let n = first;
   // 20 x gt ~ 2 %, 10 x lt ~ 2 %
   for (let i = 0; i < 20; i++)
     out.push(
