@@ -150,6 +150,18 @@ export async function hostilePhases(o: HostileOptions): Promise<{ fixed: FeedFig
     return figures;
   };
   try {
+    // Untimed: the consumer's first fetches (and the producer's connection) start before the first phase.
+    const warmUp = await ask<ProduceResult>(producer, {
+      brokers: o.brokers,
+      topic: o.topic,
+      things: [...o.streamThings],
+      rate: o.rate,
+      seconds: 3,
+      seq,
+    } satisfies ProduceJob);
+    seq += warmUp.produced;
+    const deadline = performance.now() + 60_000;
+    while ((await o.evaluated()) < seq && performance.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     const fixed = await feed(o.rate);
     const max = await feed(0);
     return { fixed, max };

@@ -30,6 +30,10 @@ const THING_TYPES = ["1", "2", "3", "4", "5"];
 const THINGS_PER_TYPE = 100;
 const BATCH = 50_000;
 const RUNS = 15;
+/** Fewer runs of a query slower than this: a median of 5 of multi-second queries says as much. */
+const SLOW_MS = 2000;
+/** Documents per OpenSearch _bulk request (about 3 MB). */
+const OPENSEARCH_BULK = 20_000;
 const DAY = 86_400_000;
 const START = Date.parse("2026-01-01T00:00:00Z");
 const COMMAND = "npx tsx bench/find/index.ts";
@@ -256,25 +260,39 @@ async function main(): Promise<void> {
       await call("DELETE", `/${index}`);
       await call("PUT", `/${index}`, {
         ...indexMapping(["latlng"]),
-        settings: { number_of_shards: 1, number_of_replicas: 0, refresh_interval: "-1" },
+        // A bulk load: no replica, no refresh and no fsync per request until it is done.
+        settings: {
+          number_of_shards: 1,
+          number_of_replicas: 0,
+          refresh_interval: "-1",
+          "translog.durability": "async",
+        },
       });
     }
-    // The same documents from the store, bulk-indexed 10,000 at a time.
+    // The same documents from the store, bulk-indexed BULK at a time with ids of OpenSearch's own
+    // (no lookup of an existing id per document), the next request read while one is indexed;
+    // the answer filtered to its errors, so that the client does not parse an item per document.
     const rows = db.prepare<[number, number], { id: number; thing_type: string; doc: string }>(
       "SELECT id, thing_type, doc FROM observations WHERE id > ? ORDER BY id LIMIT ?",
     );
-    const started = performance.now();
-    for (let after = 0; ;) {
-      const page = rows.all(after, 10_000);
-      if (page.length === 0) break;
-      const lines = page.flatMap((r) => [
-        `{"index":{"_index":"bench-find-${RUN_ID}-${r.thing_type}","_id":"${r.id}"}}`,
-        r.doc,
-      ]);
-      const res = await call("POST", "/_bulk", `${lines.join("\n")}\n`);
+    const bulk = async (page: { thing_type: string; doc: string }[]): Promise<void> => {
+      const lines = page.flatMap((r) => [`{"index":{"_index":"bench-find-${RUN_ID}-${r.thing_type}"}}`, r.doc]);
+      const res = await call("POST", "/_bulk?filter_path=errors,items.*.error", `${lines.join("\n")}\n`);
       if (res.errors !== false) throw new Error(`bulk indexing failed: ${JSON.stringify(res).slice(0, 300)}`);
+    };
+    const started = performance.now();
+    let inFlight: Promise<void> = Promise.resolve();
+    for (let after = 0; ;) {
+      const page = rows.all(after, OPENSEARCH_BULK);
+      if (page.length === 0) break;
       after = page[page.length - 1]!.id;
+      await inFlight;
+      inFlight = bulk(page);
     }
+    await inFlight;
+    await call("PUT", `/${indices.join(",")}/_settings`, {
+      index: { refresh_interval: "1s", "translog.durability": "request" },
+    });
     await call("POST", "/_refresh");
     await call("POST", "/_forcemerge?max_num_segments=1");
     const osIndexSeconds = (performance.now() - started) / 1000;
@@ -328,10 +346,10 @@ async function main(): Promise<void> {
     const indexPath = `/${indices.join(",")}/_search?rest_total_hits_as_int=true&request_cache=false`;
     const rowsOut = [
       "",
-      `same run, OpenSearch 2.19 single node (scripts/opensearch.sh, -Xmx1g, one shard per thing type, ${indices.length} shards, force-merged); FIND in process, OpenSearch over loopback HTTP; totals checked equal; median of ${RUNS}, interleaved:`,
+      `same run, OpenSearch 2.19 single node (scripts/opensearch.sh, -Xmx1g, one shard per thing type, ${indices.length} shards, force-merged); FIND in process, OpenSearch over loopback HTTP; totals checked equal; median of ${RUNS} runs interleaved (5 for a query whose FIND run takes over ${SLOW_MS / 1000} s):`,
       "",
-      "| query | FIND ms | OpenSearch ms | FIND / OpenSearch (goal <= 1.0) |",
-      "|---|---|---|---|",
+      "| query | FIND ms | OpenSearch ms | FIND / OpenSearch (goal <= 1.0) | runs |",
+      "|---|---|---|---|---|",
     ];
     for (const [name, q] of queries) {
       const translated = toOpenSearch(q, new Set());
@@ -344,7 +362,10 @@ async function main(): Promise<void> {
       const a: number[] = [];
       const b: number[] = [];
       await osSearch();
-      for (let i = 0; i < RUNS; i++) {
+      const first = performance.now();
+      run();
+      const runs = performance.now() - first > SLOW_MS ? 5 : RUNS;
+      for (let i = 0; i < runs; i++) {
         let t = performance.now();
         run();
         a.push(performance.now() - t);
@@ -354,14 +375,14 @@ async function main(): Promise<void> {
       }
       const fa = median(a);
       const fb = median(b);
-      rowsOut.push(`| ${name} | ${fa.toFixed(1)} | ${fb.toFixed(1)} | ${(fa / fb).toFixed(2)} |`);
+      rowsOut.push(`| ${name} | ${fa.toFixed(1)} | ${fb.toFixed(1)} | ${(fa / fb).toFixed(2)} | ${runs} |`);
     }
     rowsOut.push(
       "",
       `| indexing | rate |`,
       `|---|---|`,
       `| dms store (prepared inserts, one transaction per 50k, indexes rebuilt after) | ${Math.round(ROWS / loadSeconds).toLocaleString("en")} observations/s |`,
-      `| OpenSearch (_bulk of 10,000 over loopback, refresh off, then refresh + force merge) | ${Math.round(ROWS / osIndexSeconds).toLocaleString("en")} observations/s |`,
+      `| OpenSearch (_bulk of ${OPENSEARCH_BULK.toLocaleString("en")} over loopback, one in flight while the next is read, no replica, refresh off, async translog; then refresh + force merge) | ${Math.round(ROWS / osIndexSeconds).toLocaleString("en")} observations/s |`,
     );
     for (const index of indices) await call("DELETE", `/${index}`);
     return rowsOut;
