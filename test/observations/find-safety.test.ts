@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { API_KEY, startTestDms, type TestDms } from "../support/dms.js";
+import { API_KEY, BASE_PROVISION, startTestDms, type TestDms } from "../support/dms.js";
 import { json } from "../support/http.js";
 
 /**
@@ -285,5 +285,46 @@ describe("a query over its time budget gets INVALID_ARGUMENTS and the service st
     expect(healthz).toBeGreaterThan(0);
     // Its thread was ended and a new one answers.
     await stillAnswers();
+  });
+});
+
+describe("/things/find runs where FIND runs: off the event loop, within FIND's budget", () => {
+  let t: TestDms;
+  let findThings: Find;
+  beforeAll(async () => {
+    // Things whose labels make every pattern read 250 characters: 2,000 x 1,000 patterns is far
+    // more work than one second allows on any machine.
+    const things = Array.from({ length: 2000 }, (_, i) => ({
+      thingName: `long-${i}`,
+      thingType: "10",
+      domain: "acme",
+      label: `${"a".repeat(250)}`,
+    }));
+    t = await startTestDms({
+      env: { DMS_FIND_TIMEOUT_MS: "1000" },
+      provision: { ...BASE_PROVISION, things: [...(BASE_PROVISION.things ?? []), ...things] },
+    });
+    findThings = (body) => t.call("POST", "/things/find", { user: "alice", body });
+  });
+  afterAll(() => t.close());
+
+  const patterns = Array.from({ length: 1000 }, (_, i) => ({ wildcard: { label: `*a*a*a*${i}*b` } }));
+
+  it("a search over its budget is INVALID_ARGUMENTS and /healthz answers meanwhile", async () => {
+    const { result, healthz } = await healthzDuring(
+      t,
+      findThings({ query: { size: 1, query: { bool: { should: patterns } } } }),
+    );
+    expect(result.status).toBe(400);
+    expectInvalid(await json(result), "ran longer than the 1000 ms");
+    expect(healthz).toBeGreaterThan(0);
+  });
+
+  it("a search within its budget answers as before", async () => {
+    const res = await findThings({ query: { query: { term: { thingName: "t1" } } } });
+    expect(res.status).toBe(200);
+    const body = await json(res);
+    expect(body.hits.total).toBe(1);
+    expect(body.hits.hits[0]).toMatchObject({ _index: "things", _id: "t1", _source: { serial: "SN1" } });
   });
 });

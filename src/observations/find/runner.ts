@@ -4,8 +4,9 @@ import { ApiError } from "../../errors/index.js";
 import type { ObservationReader } from "../reader.js";
 import { badQuery } from "./errors.js";
 import { FIND_LIMITS, checkJsonDepth, timeBudgetExceeded } from "./limits.js";
-import { planFind, runFind } from "./search.js";
-import type { FindOutcome, FindTask, FindWorkerData } from "./worker.js";
+import type { Doc } from "./fields.js";
+import { planFind, runFind, searchDocs } from "./search.js";
+import type { FindOutcome, FindRequestTask, FindTask, FindWorkerData } from "./worker.js";
 
 /** Runs FIND requests so that none can hold the event loop, each within a time budget. */
 export interface FindRunner {
@@ -15,6 +16,12 @@ export interface FindRunner {
    * with its ApiError.
    */
   find(request: unknown, now: number, thingTypes: readonly string[]): Promise<string>;
+  /**
+   * The same for documents held in memory (`/things/find` over the things a
+   * caller may read): planned without the timestamp requirement, searched
+   * where it cannot hold the event loop, within the same budget.
+   */
+  search(request: unknown, now: number, docs: readonly Doc[], shards: number): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -50,10 +57,15 @@ export function createFindRunner(options: FindRunnerOptions): FindRunner {
  * budget still bounds each request, but it holds the loop while it runs.
  */
 function inProcess({ reader, budgetMs }: FindRunnerOptions): FindRunner {
+  const time = { budgetMs, remainingMs: budgetMs };
   return {
     find: async (request, now, thingTypes) => {
       const plan = planFind(request, now);
-      return JSON.stringify(runFind(reader, plan, { thingTypes }, undefined, { budgetMs, remainingMs: budgetMs }));
+      return JSON.stringify(runFind(reader, plan, { thingTypes }, undefined, time));
+    },
+    search: async (request, now, docs, shards) => {
+      const plan = planFind(request, now, { requireTimestamp: false });
+      return JSON.stringify(searchDocs(plan, docs, shards, time));
     },
     close: async () => {},
   };
@@ -78,34 +90,34 @@ function threaded({ file, threads, budgetMs }: FindRunnerOptions): FindRunner {
       warm = undefined;
       throw err;
     }));
-  return {
-    async find(request, now, thingTypes) {
-      // Planning is work too (compiling 1,000 patterns takes seconds): the thread does it. Here only
-      // the nesting is checked, without recursion, so that no request can overflow the stack of
-      // the structured clone that carries it to the thread.
-      checkJsonDepth(request, FIND_LIMITS.jsonDepth);
-      await warmUp();
-      const deadline = Date.now() + budgetMs;
-      const abort = new AbortController();
-      const timer = setTimeout(() => abort.abort(), budgetMs + HARD_STOP_GRACE_MS);
-      try {
-        const outcome = await pool.run(
-          { request, now, thingTypes: [...thingTypes], deadline, budgetMs },
-          { signal: abort.signal },
-        );
-        if ("error" in outcome) {
-          const e = outcome.error;
-          throw new ApiError(e.messageKey, e.message, e.property, outcome.status);
-        }
-        return outcome.json;
-      } catch (err) {
-        // An ended thread is replaced by a new one, whose start must not count against the next request.
-        if (abort.signal.aborted) warm = undefined;
-        throw asApiError(err, budgetMs);
-      } finally {
-        clearTimeout(timer);
+  /** Runs one request on a thread: `task` is the request without its clock, which starts here. */
+  const run = async (task: Omit<FindRequestTask, "deadline" | "budgetMs">): Promise<string> => {
+    // Planning is work too (compiling 1,000 patterns takes seconds): the thread does it. Here only
+    // the nesting is checked, without recursion, so that no request can overflow the stack of
+    // the structured clone that carries it to the thread.
+    checkJsonDepth(task.request, FIND_LIMITS.jsonDepth);
+    await warmUp();
+    const deadline = Date.now() + budgetMs;
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), budgetMs + HARD_STOP_GRACE_MS);
+    try {
+      const outcome = await pool.run({ ...task, deadline, budgetMs }, { signal: abort.signal });
+      if ("error" in outcome) {
+        const e = outcome.error;
+        throw new ApiError(e.messageKey, e.message, e.property, outcome.status);
       }
-    },
+      return outcome.json;
+    } catch (err) {
+      // An ended thread is replaced by a new one, whose start must not count against the next request.
+      if (abort.signal.aborted) warm = undefined;
+      throw asApiError(err, budgetMs);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  return {
+    find: (request, now, thingTypes) => run({ request, now, thingTypes: [...thingTypes] }),
+    search: (request, now, docs, shards) => run({ request, now, thingTypes: [], docs: [...docs], shards }),
     close: () => pool.destroy(),
   };
 }

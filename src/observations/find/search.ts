@@ -1,6 +1,6 @@
 import { required } from "../../errors/index.js";
 import type { ObservationReader } from "../reader.js";
-import { compileAggs, type Agg, type AggContext } from "./aggs.js";
+import { compileAggs, type Agg, type AggContext } from "./aggs/index.js";
 import { badQuery, intAt, isObject, type Json } from "./errors.js";
 import type { Doc } from "./fields.js";
 import { compileSort, compileSource, hitOf, sortValuesOf, type Sorter } from "./hits.js";

@@ -5,7 +5,8 @@ import Database from "better-sqlite3";
 import { ApiError, type ErrorBody } from "../../errors/index.js";
 import { ObservationReader } from "../reader.js";
 import { timeBudgetExceeded } from "./limits.js";
-import { planFind, runFind } from "./search.js";
+import type { Doc } from "./fields.js";
+import { planFind, runFind, searchDocs } from "./search.js";
 
 /** What the main thread sends: the request as received (not yet planned), and how long it may still run; or a warm-up. */
 export type FindTask = FindRequestTask | "warm-up";
@@ -17,6 +18,13 @@ export interface FindRequestTask {
   /** Wall-clock (Date.now) time by which the answer is due: the budget counts the wait in the queue too. */
   deadline: number;
   budgetMs: number;
+  /**
+   * Documents held in memory (the things registry) to search instead of the
+   * observations: planned without the timestamp requirement, as /things/find does.
+   */
+  docs?: Doc[];
+  /** Shards the documents stand for (answered in `_shards`). */
+  shards?: number;
 }
 
 /** The answer serialized here, off the main thread, or the error it is. */
@@ -40,11 +48,13 @@ export function runFindTask(task: FindTask): FindOutcome {
   try {
     const remaining = task.deadline - Date.now();
     if (remaining <= 0) throw timeBudgetExceeded(task.budgetMs);
+    const time = { budgetMs: task.budgetMs, remainingMs: remaining };
+    if (task.docs) {
+      const plan = planFind(task.request, task.now, { requireTimestamp: false });
+      return { json: JSON.stringify(searchDocs(plan, task.docs, task.shards ?? 1, time)) };
+    }
     const plan = planFind(task.request, task.now);
-    const answer = runFind(reader, plan, { thingTypes: task.thingTypes }, undefined, {
-      budgetMs: task.budgetMs,
-      remainingMs: remaining,
-    });
+    const answer = runFind(reader, plan, { thingTypes: task.thingTypes }, undefined, time);
     return { json: JSON.stringify(answer) };
   } catch (err) {
     if (err instanceof ApiError) return { error: err.body(), status: err.status };

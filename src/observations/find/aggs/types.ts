@@ -1,0 +1,39 @@
+/** What every aggregation shares: its compile context, its compiled form, the builders' shape. */
+import type { Json } from "../errors.js";
+import type { Doc } from "../fields.js";
+import type { QueryBudget } from "../limits.js";
+
+export interface AggContext {
+  now: number;
+  /** The request's counters: aggregations compiled, buckets answered, time left. */
+  budget: QueryBudget;
+  /** Levels of aggregations enclosing these. */
+  depth?: number;
+  /**
+   * What the aggregations see of the search, known only when it runs. Held by
+   * reference: each nesting level copies the context, and a fact written into a
+   * copy's own field would not reach the levels compiled from another copy.
+   */
+  search: SearchFacts;
+}
+
+export interface SearchFacts {
+  /** Shards searched (one per thing type), set before each run: ES sizes its per-shard terms by it. */
+  shards: number;
+}
+
+/** A compiled aggregation: run over the documents of its bucket, it answers the ES 5.6 shape. */
+export interface Agg {
+  name: string;
+  run(docs: Doc[]): Json;
+}
+
+export type Output = Json;
+
+export interface BuildContext {
+  ctx: AggContext;
+  subs: Agg[];
+  where: string;
+}
+
+export type Builder = (body: Json, b: BuildContext) => (docs: Doc[]) => Output;
