@@ -37,6 +37,7 @@ import { retentionTargets } from "./retention.js";
 import {
   CredentialsBusyError,
   DeviceCredentials,
+  SqliteThingStore,
   ThingRegistry,
   deviceSecretKey,
   registerCredentialMetrics,
@@ -92,7 +93,12 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   relay?.start();
   const identity = new Identity(db, bus);
   const credentials = new DeviceCredentials({ key: deviceSecretKey(config.DMS_DATA_DIR) });
-  const registry = new ThingRegistry(db, bus, (id) => identity.domain(id) !== undefined, credentials);
+  const registry = new ThingRegistry(
+    new SqliteThingStore(db),
+    bus,
+    (id) => identity.domain(id) !== undefined,
+    credentials,
+  );
   const readiness = new Readiness();
   let publicUrl = config.DMS_PUBLIC_URL;
   const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
