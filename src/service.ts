@@ -21,7 +21,7 @@ import {
   type Ingested,
 } from "./engine/index.js";
 import { createMailer } from "./mail/index.js";
-import { DeviceJobs, JobDocuments, JobScheduler, ThingJobs } from "./jobs/index.js";
+import { DeviceJobs, JobDocuments, JobScheduler, SqliteJobStore, ThingJobs } from "./jobs/index.js";
 import { migrations } from "./migrations.js";
 import { DeviceBridge } from "./mqtt/index.js";
 import { createLogger, createMetrics, type Logger } from "./observability/index.js";
@@ -150,7 +150,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     metrics: metrics.registry,
   });
   const documents = new JobDocuments(db, signer, clock);
-  const jobs = new ThingJobs({ db, registry, bus, documents, clock, logger });
+  const jobs = new ThingJobs({ store: new SqliteJobStore(db), registry, bus, documents, clock, logger });
   // On the bus, so that the MQTT bridge hears of jobs changed by the REST or scheduler process.
   jobs.onPendingChanged((things) => bus.emit("jobs.pending", { things: [...things] }));
   const services: Services = {
