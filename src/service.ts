@@ -10,7 +10,7 @@ import { Identity, Tokens, jwtSecret } from "./auth/index.js";
 import { BusRelay, EventBus } from "./bus/index.js";
 import { topicLayout, type Config } from "./config/index.js";
 import { answerMalformedRequests } from "./errors/index.js";
-import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
+import { SqliteEventStore, kafkaPublisher, noPublisher } from "./events/index.js";
 import {
   createEngineService,
   DeadLetterStore,
@@ -111,7 +111,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const ruleStore = new SqliteRuleStore(db, config.ruleIdPrefix);
   // Followed from here on, so that the engine starts on every rule without asking the store.
   const ruleCache = await RuleCache.open(ruleStore, bus);
-  const events = new EventStore(db, clock);
+  const events = new SqliteEventStore(db, clock);
   const publisher = config.KAFKA_BROKERS
     ? kafkaPublisher(config.KAFKA_BROKERS, config.KAFKA_EVENTS_TOPIC, topicLayout(config), logger)
     : noPublisher;

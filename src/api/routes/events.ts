@@ -70,13 +70,13 @@ function parseInstant(v: string): number | undefined {
 }
 
 export const eventRoutes: RouteModule = (app, { events, identity }) => {
-  app.openapi(list, (c) => {
+  app.openapi(list, async (c) => {
     const principal = c.get("principal");
     const q = c.req.valid("query");
     const from = q.from === undefined ? undefined : parseInstant(q.from);
     const to = q.to === undefined ? undefined : parseInstant(q.to);
     if (from !== undefined && to !== undefined && from > to) throw invalid("from", "from is after to");
-    const page = events.list({
+    const page = await events.list({
       domains: [...principal.domainsWith("Events.READ", identity.domains())],
       thingName: q.thingName,
       category: q.category,
@@ -102,13 +102,13 @@ export const eventRoutes: RouteModule = (app, { events, identity }) => {
     );
   });
 
-  app.openapi(ack, (c) => {
+  app.openapi(ack, async (c) => {
     const principal = c.get("principal");
     const { id } = c.req.valid("param");
-    const event = events.get(id);
+    const event = await events.get(id);
     if (!event) throw notFound("NOT_FOUND", `Event ${id}`, "id");
     requireReadWrite(principal);
     authorize(principal, "Events.UPDATE", event.domain);
-    return c.json(events.acknowledge(id, principal.userName)!, 200);
+    return c.json((await events.acknowledge(id, principal.userName))!, 200);
   });
 };
