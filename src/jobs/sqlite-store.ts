@@ -1,13 +1,15 @@
-import type { Statement } from "better-sqlite3";
-import type { Db } from "../store/index.js";
+import { statementCache, type Db } from "../store/index.js";
 import type { ExecutionChange, ExecutionRow, JobRow, JobStore, NewJobRow } from "./store.js";
 import type { ExecutionStatus, JobStatus, TargetSelection } from "./types.js";
 
 /** Thing jobs in the process's SQLite database (`jobsMigrations`). */
 export class SqliteJobStore implements JobStore {
-  private readonly statements = new Map<string, unknown>();
+  /** Each SQL text prepared once: the device path runs a few per message. */
+  private readonly q;
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db) {
+    this.q = statementCache(db);
+  }
 
   transaction<T>(work: () => T): T {
     return this.db.transaction(work)();
@@ -274,15 +276,5 @@ export class SqliteJobStore implements JobStore {
     return this.q<[number], ExecutionRow>(
       "SELECT * FROM job_executions WHERE timeout_at IS NOT NULL AND timeout_at <= ? AND status = 'IN_PROGRESS'",
     ).all(now);
-  }
-
-  /** A prepared statement, prepared once per SQL text: the device path runs a few per message. */
-  private q<P extends unknown[] | object = unknown[], R = unknown>(sql: string): Statement<P, R> {
-    let statement = this.statements.get(sql) as Statement<P, R> | undefined;
-    if (!statement) {
-      statement = this.db.prepare<P, R>(sql);
-      this.statements.set(sql, statement);
-    }
-    return statement;
   }
 }

@@ -1,6 +1,5 @@
-import type { Statement } from "better-sqlite3";
 import { ApiError, notFound } from "../errors/index.js";
-import { isoNow, type Db } from "../store/index.js";
+import { isoNow, statementCache, type Db } from "../store/index.js";
 import { checkMode, type StoredThing, type ThingStore, type ThingWriteItem, type ThingWriteResult } from "./store.js";
 import type { GroupHeader, NewThing, ResourceDefinition, Thing, ThingGroup, ThingType } from "./types.js";
 
@@ -25,9 +24,12 @@ interface GroupRow {
 
 /** Thing types, things and groups in the process's SQLite database (`thingsMigrations`). */
 export class SqliteThingStore implements ThingStore {
-  private readonly statements = new Map<string, Statement<unknown[], unknown>>();
+  /** Each SQL text prepared once: bulk writes run several per thing. */
+  private readonly q;
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db) {
+    this.q = statementCache(db);
+  }
 
   // ---- lookups ----
 
@@ -284,16 +286,6 @@ export class SqliteThingStore implements ThingStore {
     return this.q<[string], { secret_hash: string | null }>("SELECT secret_hash FROM things WHERE thing_name = ?").get(
       thingName,
     )?.secret_hash;
-  }
-
-  /** A prepared statement, prepared once per SQL text: bulk writes run several per thing. */
-  private q<P extends unknown[] | object = unknown[], R = unknown>(sql: string): Statement<P, R> {
-    let statement = this.statements.get(sql) as Statement<P, R> | undefined;
-    if (!statement) {
-      statement = this.db.prepare<P, R>(sql);
-      this.statements.set(sql, statement as unknown as Statement<unknown[], unknown>);
-    }
-    return statement;
   }
 }
 
