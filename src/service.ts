@@ -10,7 +10,7 @@ import { Identity, Tokens, authentication, jwtSecret } from "./auth/index.js";
 import { BusRelay, EventBus } from "./bus/index.js";
 import { topicLayout, type Config } from "./config/index.js";
 import { answerMalformedRequests } from "./errors/index.js";
-import { EventStore, kafkaPublisher, noPublisher } from "./events/index.js";
+import { SqliteEventStore, kafkaPublisher, noPublisher, type EventStore } from "./events/index.js";
 import {
   createEngineService,
   DeadLetterStore,
@@ -21,7 +21,7 @@ import {
 } from "./engine/index.js";
 import { observationsProducer } from "./kafka/index.js";
 import { createMailer, type Mailer } from "./mail/index.js";
-import { DeviceJobs, JobDocuments, JobScheduler, ThingJobs } from "./jobs/index.js";
+import { DeviceJobs, JobDocuments, JobScheduler, SqliteJobStore, ThingJobs } from "./jobs/index.js";
 import { migrations } from "./migrations.js";
 import { DeviceBridge } from "./mqtt/index.js";
 import { createLogger, createMetrics, type Logger, type Metrics } from "./observability/index.js";
@@ -44,6 +44,7 @@ import { retentionTargets } from "./retention.js";
 import {
   CredentialsBusyError,
   DeviceCredentials,
+  SqliteThingStore,
   ThingRegistry,
   deviceSecretKey,
   registerCredentialMetrics,
@@ -172,7 +173,12 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const tokens = new Tokens(jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR), clock, db);
   const credentials = new DeviceCredentials({ key: deviceSecretKey(config.DMS_DATA_DIR) });
   registerCredentialMetrics(credentials, metrics.registry);
-  const registry = new ThingRegistry(db, bus, (id) => identity.domain(id) !== undefined, credentials);
+  const registry = new ThingRegistry(
+    new SqliteThingStore(db),
+    bus,
+    (id) => identity.domain(id) !== undefined,
+    credentials,
+  );
   let publicUrl = config.DMS_PUBLIC_URL;
   const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
   const fileStore = new LocalFileStore({ db, dir: fileStoreDir(config.DMS_DATA_DIR), clock });
@@ -190,7 +196,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     registry,
     allowPrivateWebhooks: config.DMS_WEBHOOK_ALLOW_PRIVATE,
   });
-  const events = new EventStore(db, clock);
+  const events = new SqliteEventStore(db, clock);
   const observations = new ObservationStore(db);
   const observationReader = new ObservationReader(db);
   const find = createFindRunner({
@@ -211,7 +217,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     metrics: metrics.registry,
   });
   const documents = new JobDocuments(db, signer, clock);
-  const jobs = new ThingJobs({ db, registry, bus, documents, clock, logger });
+  const jobs = new ThingJobs({ store: new SqliteJobStore(db), registry, bus, documents, clock, logger });
   // On the bus, so that the MQTT bridge hears of jobs changed by the REST or scheduler process.
   jobs.onPendingChanged((things) => bus.emit("jobs.pending", { things: [...things] }));
   const authenticate = authentication({ identity, tokens });
@@ -339,6 +345,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     }
     if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
     search.close();
+    ruleCache.close();
     jobs.close();
     await find.close();
     relay?.stop();

@@ -96,8 +96,8 @@ async function provisionThings(dms: Dms, names: string[]): Promise<void> {
   if (failed.length > 0) throw new Error(`${failed.length} things not created`);
   const per = Math.ceil(names.length / GROUPS);
   for (let g = 0; g < GROUPS; g++) {
-    registry.putGroup({ id: `bg${g}`, name: `bench-${g}`, domain: "acme" }, "create");
-    registry.addMembers(`bg${g}`, names.slice(g * per, (g + 1) * per));
+    await registry.putGroup({ id: `bg${g}`, name: `bench-${g}`, domain: "acme" }, "create");
+    await registry.addMembers(`bg${g}`, names.slice(g * per, (g + 1) * per));
   }
 }
 

@@ -15,7 +15,7 @@ export const eventAction = defineAction<EventConfig>({
   retry: () => DEFAULT_RETRY,
   create: ({ events, publisher }) => {
     return async ({ config: c, payload, idempotencyKey, ruleId }) => {
-      const { event } = events.insert({
+      const { event } = await events.insert({
         idempotencyKey,
         ruleId,
         category: payload.rule.category,

@@ -1,6 +1,7 @@
+export { SqliteEventStore } from "./sqlite-store.js";
 export {
-  EventStore,
   CLASSIFICATIONS,
+  type EventStore,
   type Classification,
   type EventRecord,
   type NewEvent,

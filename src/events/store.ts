@@ -1,5 +1,3 @@
-import type { Db } from "../store/index.js";
-
 export const CLASSIFICATIONS = ["WARNING", "INTERNAL", "ALARM", "NOTIFICATION"] as const;
 export type Classification = (typeof CLASSIFICATIONS)[number];
 
@@ -50,111 +48,16 @@ export interface EventQuery {
   marker?: number | undefined;
 }
 
-interface EventRow {
-  id: number;
-  rule_id: string;
-  category: string | null;
-  thing_name: string;
-  thing_type: string;
-  domain: string;
-  classification: Classification;
-  message: string;
-  acknowledgment_required: number;
-  acknowledged_at: number | null;
-  acknowledged_by: string | null;
-  ts: number;
-}
-
-/** Events made by EVENT actions, newest first. */
-export class EventStore {
-  constructor(
-    private readonly db: Db,
-    private readonly clock: () => number,
-  ) {}
-
+/**
+ * Where events made by EVENT actions are kept, newest first. Every method
+ * answers asynchronously, as a networked database would.
+ */
+export interface EventStore {
   /** Stores the event once per idempotency key; answers the stored event and whether it is new. */
-  insert(e: NewEvent): { event: EventRecord; created: boolean } {
-    const { changes } = this.db
-      .prepare(
-        `INSERT OR IGNORE INTO events (idempotency_key, rule_id, category, thing_name, thing_type, domain,
-           classification, message, acknowledgment_required, ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
-        e.idempotencyKey,
-        e.ruleId,
-        e.category ?? null,
-        e.thingName,
-        e.thingType,
-        e.domain,
-        e.classification,
-        e.message,
-        e.acknowledgmentRequired ? 1 : 0,
-        e.time,
-      );
-    const row = this.db
-      .prepare<[string], EventRow>("SELECT * FROM events WHERE idempotency_key = ?")
-      .get(e.idempotencyKey)!;
-    return { event: toEvent(row), created: changes > 0 };
-  }
-
-  get(id: string): EventRecord | undefined {
-    if (!/^\d{1,15}$/.test(id)) return undefined;
-    const row = this.db.prepare<[number], EventRow>("SELECT * FROM events WHERE id = ?").get(Number(id));
-    return row && toEvent(row);
-  }
-
-  /** Acknowledges once: a second ack keeps the first time and user. */
-  acknowledge(id: string, userName: string): EventRecord | undefined {
-    if (!this.get(id)) return undefined;
-    this.db
-      .prepare("UPDATE events SET acknowledged_at = ?, acknowledged_by = ? WHERE id = ? AND acknowledged_at IS NULL")
-      .run(this.clock(), userName, Number(id));
-    return this.get(id);
-  }
-
+  insert(e: NewEvent): Promise<{ event: EventRecord; created: boolean }>;
+  get(id: string): Promise<EventRecord | undefined>;
+  /** Acknowledges once: a second ack keeps the first time and user. undefined: no such event. */
+  acknowledge(id: string, userName: string): Promise<EventRecord | undefined>;
   /** One page of events, newest first, and the marker of the next page when there is one. */
-  list(q: EventQuery): { events: EventRecord[]; nextMarker?: string } {
-    if (q.domains.length === 0) return { events: [] };
-    const where = [`domain IN (${q.domains.map(() => "?").join(",")})`];
-    const args: (string | number)[] = [...q.domains];
-    const add = (clause: string, value: string | number | undefined): void => {
-      if (value === undefined) return;
-      where.push(clause);
-      args.push(value);
-    };
-    add("thing_name = ?", q.thingName);
-    add("category = ?", q.category);
-    add("classification = ?", q.classification);
-    add("ts >= ?", q.from);
-    add("ts <= ?", q.to);
-    add("id < ?", q.marker);
-    if (q.acknowledged !== undefined) where.push(`acknowledged_at IS ${q.acknowledged ? "NOT NULL" : "NULL"}`);
-    const rows = this.db
-      .prepare<(string | number)[], EventRow>(
-        `SELECT * FROM events WHERE ${where.join(" AND ")} ORDER BY id DESC LIMIT ${q.size + 1}`,
-      )
-      .all(...args);
-    const more = rows.length > q.size;
-    const page = rows.slice(0, q.size).map(toEvent);
-    return more ? { events: page, nextMarker: page[page.length - 1]!.id } : { events: page };
-  }
-}
-
-function toEvent(r: EventRow): EventRecord {
-  const event: EventRecord = {
-    id: String(r.id),
-    ruleId: r.rule_id,
-    thingName: r.thing_name,
-    thingType: r.thing_type,
-    domain: r.domain,
-    classification: r.classification,
-    message: r.message,
-    acknowledgmentRequired: r.acknowledgment_required === 1,
-    acknowledged: r.acknowledged_at !== null,
-    time: new Date(r.ts).toISOString(),
-  };
-  if (r.category !== null) event.category = r.category;
-  if (r.acknowledged_at !== null) event.acknowledgedAt = new Date(r.acknowledged_at).toISOString();
-  if (r.acknowledged_by !== null) event.acknowledgedBy = r.acknowledged_by;
-  return event;
+  list(q: EventQuery): Promise<{ events: EventRecord[]; nextMarker?: string }>;
 }

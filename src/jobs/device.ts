@@ -1,5 +1,6 @@
 import { LRUCache } from "lru-cache";
-import type { ExecutionRow, ThingJobs } from "./jobs.js";
+import type { ThingJobs } from "./jobs.js";
+import type { ExecutionRow } from "./store.js";
 import { DEVICE_STATUSES, TERMINAL, type DeviceStatus } from "./types.js";
 
 /** An MQTT message to publish: `topic` is complete, `payload` is JSON-serialised by the bridge. */

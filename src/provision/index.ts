@@ -147,7 +147,7 @@ export async function provision(
       ...(auth ? {} : { password: u.password }),
     });
   }
-  for (const t of doc.thingTypes) registry.putThingType({ ...t, label: t.label ?? t.id }, "upsert");
+  for (const t of doc.thingTypes) await registry.putThingType({ ...t, label: t.label ?? t.id }, "upsert");
   const things = await thingEntries(doc.things);
   const outcomes = await registry.putThings(things, {
     mode: "upsert",
@@ -161,7 +161,7 @@ export async function provision(
     }
     summary.things[outcome.status]++;
   });
-  for (const g of doc.thingGroups) registry.putGroup({ ...g, name: g.name ?? g.id }, "upsert");
+  for (const g of doc.thingGroups) await registry.putGroup({ ...g, name: g.name ?? g.id }, "upsert");
   return summary;
 }
 

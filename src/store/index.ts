@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
+import Database, { type Statement } from "better-sqlite3";
 
 export type Db = Database.Database;
 export { startCheckpointer, type Checkpointer } from "./checkpointer.js";
@@ -69,4 +69,19 @@ export function ensureDir(dir: string): string {
 /** ISO 8601 with milliseconds, UTC: the timestamp format of the interface. */
 export function isoNow(now: number = Date.now()): string {
   return new Date(now).toISOString();
+}
+
+/** Prepares each SQL text once on `db` and hands the statement out again: stores that run a few per request or message. */
+export function statementCache(
+  db: Db,
+): <P extends unknown[] | object = unknown[], R = unknown>(sql: string) => Statement<P, R> {
+  const statements = new Map<string, unknown>();
+  return <P extends unknown[] | object = unknown[], R = unknown>(sql: string): Statement<P, R> => {
+    let statement = statements.get(sql) as Statement<P, R> | undefined;
+    if (!statement) {
+      statement = db.prepare<P, R>(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
 }

@@ -1,5 +1,5 @@
+export { ThingRegistry } from "./registry.js";
 export {
-  ThingRegistry,
   DATA_TYPES,
   RESOURCE_TYPES,
   type DataType,
@@ -8,12 +8,15 @@ export {
   type ThingType,
   type Thing,
   type ThingGroup,
+  type GroupHeader,
   type NewThing,
   type ThingWrite,
   type ThingOutcome,
   type WriteMode,
   type PutThingsOptions,
-} from "./registry.js";
+} from "./types.js";
+export type { ThingStore, ThingLookups, StoredThing, ThingWriteItem, ThingWriteResult } from "./store.js";
+export { SqliteThingStore } from "./sqlite-store.js";
 export {
   DeviceCredentials,
   CredentialsBusyError,

@@ -1,80 +1,9 @@
 import { randomBytes } from "node:crypto";
-import type { Statement } from "better-sqlite3";
 import type { EventBus } from "../bus/index.js";
 import { ApiError, invalid, notFound } from "../errors/index.js";
-import { isoNow, type Db } from "../store/index.js";
 import { CredentialsBusyError, DeviceCredentials, generateDeviceSecret, isGeneratedSecret } from "./credentials.js";
-
-export const DATA_TYPES = ["long", "double", "string", "boolean", "geo_point", "date", "unknown"] as const;
-export const RESOURCE_TYPES = ["thing", "sub-thing", "virtual", "platform"] as const;
-export type DataType = (typeof DATA_TYPES)[number];
-export type ResourceType = (typeof RESOURCE_TYPES)[number];
-
-export interface ResourceDefinition {
-  name: string;
-  dataType: DataType;
-  resourceType: ResourceType;
-}
-
-export interface ThingType {
-  id: string;
-  label: string;
-  domain: string;
-  resources: ResourceDefinition[];
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface Thing {
-  thingName: string;
-  thingType: string;
-  domain: string;
-  serial: string | null;
-  label: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface ThingGroup {
-  id: string;
-  name: string;
-  domain: string;
-  things: string[];
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface NewThing {
-  thingName: string;
-  thingType: string;
-  domain: string;
-  serial?: string | undefined;
-  secret?: string | undefined;
-  label?: string | undefined;
-}
-
-/** A thing to create or change; `generateSecret` makes dms generate its secret (returned once). */
-export interface ThingWrite extends NewThing {
-  generateSecret?: boolean | undefined;
-}
-
-export type WriteMode = "create" | "update" | "upsert";
-
-export type ThingOutcome =
-  | { status: "created" | "updated" | "unchanged"; thing: Thing; secret?: string }
-  | { status: "failed"; error: ApiError };
-
-export interface PutThingsOptions {
-  mode: WriteMode;
-  /** Refuses one thing (throws an ApiError) before anything of it is written: privileges. */
-  authorize?: (input: ThingWrite, existing: Thing | undefined) => void;
-  /**
-   * Written by the provisioning file: an entry whose digest is the one applied
-   * last, on a thing nothing else changed since, is skipped without hashing.
-   */
-  provisioned?: boolean;
-  onProgress?: (done: number, total: number) => void;
-}
+import { checkMode, type ThingStore, type ThingWriteItem } from "./store.js";
+import type { PutThingsOptions, Thing, ThingGroup, ThingOutcome, ThingType, ThingWrite, WriteMode } from "./types.js";
 
 interface KnownReferences {
   domains: Map<string, boolean>;
@@ -84,25 +13,16 @@ interface KnownReferences {
 /** Things written per transaction (and per turn of the event loop). */
 const THING_CHUNK = 500;
 
-interface ThingRow {
-  thing_name: string;
-  thing_type: string;
-  domain: string;
-  serial: string | null;
-  secret_hash: string | null;
-  label: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
 const NAME_PATTERN = /^[0-9A-Za-z_.:-]{1,128}$/;
 
-/** Thing types with their resource definitions, things and thing groups. */
+/**
+ * Thing types with their resource definitions, things and thing groups: the
+ * checks and the announcements on the bus around the `ThingStore`. Reads are
+ * the store's synchronous lookups; writes resolve once stored and announced.
+ */
 export class ThingRegistry {
-  private readonly statements = new Map<string, Statement<unknown[], unknown>>();
-
   constructor(
-    private readonly db: Db,
+    private readonly store: ThingStore,
     private readonly bus: EventBus,
     private readonly domainExists: (id: string) => boolean,
     /** Device secrets' hashing; without one, a random key lives as long as the registry (tests). */
@@ -112,38 +32,21 @@ export class ThingRegistry {
   // ---- thing types ----
 
   thingType(id: string): ThingType | undefined {
-    const row = this.db
-      .prepare<[string], { id: string; label: string; domain: string; created_at: string; updated_at: string }>(
-        "SELECT * FROM thing_types WHERE id = ?",
-      )
-      .get(id);
-    if (!row) return undefined;
-    const resources = this.db
-      .prepare<[string], ResourceDefinition>(
-        `SELECT name, data_type AS dataType, resource_type AS resourceType
-         FROM thing_type_resources WHERE thing_type = ? ORDER BY name`,
-      )
-      .all(id);
-    return {
-      id: row.id,
-      label: row.label,
-      domain: row.domain,
-      resources,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    };
+    return this.store.thingType(id);
   }
 
   thingTypes(): ThingType[] {
-    const ids = this.db.prepare<[], { id: string }>("SELECT id FROM thing_types ORDER BY id").all();
-    return ids.map((r) => this.thingType(r.id)!);
+    return this.store.thingTypes();
   }
 
   /**
    * Creates the thing type, or replaces label, domain and resources of an
    * existing one (`upsert`). Replacing with the same values writes nothing.
    */
-  putThingType(input: Omit<ThingType, "createdAt" | "updatedAt">, mode: "create" | "update" | "upsert"): ThingType {
+  async putThingType(
+    input: Omit<ThingType, "createdAt" | "updatedAt">,
+    mode: "create" | "update" | "upsert",
+  ): Promise<ThingType> {
     if (!NAME_PATTERN.test(input.id)) throw invalid("id", "1-128 characters of 0-9, A-Z, a-z, '_', '.', ':' or '-'");
     if (!this.domainExists(input.domain)) throw notFound("DOMAIN_NOT_FOUND", `Domain ${input.domain}`, "domain");
     const names = new Set<string>();
@@ -167,54 +70,30 @@ export class ThingRegistry {
     ) {
       return existing;
     }
-    const now = isoNow();
-    this.db.transaction(() => {
-      this.db
-        .prepare(
-          `INSERT INTO thing_types (id, label, domain, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-           ON CONFLICT(id) DO UPDATE SET label = excluded.label, domain = excluded.domain, updated_at = excluded.updated_at`,
-        )
-        .run(input.id, input.label, input.domain, now, now);
-      this.db.prepare("DELETE FROM thing_type_resources WHERE thing_type = ?").run(input.id);
-      const insert = this.db.prepare(
-        "INSERT INTO thing_type_resources (thing_type, name, data_type, resource_type) VALUES (?, ?, ?, ?)",
-      );
-      for (const r of resources) insert.run(input.id, r.name, r.dataType, r.resourceType);
-    })();
+    await this.store.putThingType({ id: input.id, label: input.label, domain: input.domain, resources });
     this.bus.emit("thingType.changed", { id: input.id, change: existing ? "updated" : "created" });
     return this.thingType(input.id)!;
   }
 
-  deleteThingType(id: string): void {
+  async deleteThingType(id: string): Promise<void> {
     if (!this.thingType(id)) throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${id}`, "id");
-    const used = this.db
-      .prepare<[string], { n: number }>("SELECT count(*) AS n FROM things WHERE thing_type = ?")
-      .get(id)!;
-    if (used.n > 0) throw invalid("id", `thing type ${id} still has ${used.n} things`);
-    this.db.prepare("DELETE FROM thing_types WHERE id = ?").run(id);
+    const used = await this.store.deleteThingType(id);
+    if (used > 0) throw invalid("id", `thing type ${id} still has ${used} things`);
     this.bus.emit("thingType.changed", { id, change: "deleted" });
   }
 
   // ---- things ----
 
   thing(thingName: string): Thing | undefined {
-    const row = this.q<[string], ThingRow>("SELECT * FROM things WHERE thing_name = ?").get(thingName);
-    return row && toThing(row);
+    return this.store.thing(thingName);
   }
 
   thingBySerial(serial: string): Thing | undefined {
-    const row = this.q<[string], ThingRow>("SELECT * FROM things WHERE serial = ?").get(serial);
-    return row && toThing(row);
+    return this.store.thingBySerial(serial);
   }
 
   things(filter: { thingType?: string; domain?: string } = {}): Thing[] {
-    return this.db
-      .prepare<[{ type: string | null; domain: string | null }], ThingRow>(
-        `SELECT * FROM things WHERE (@type IS NULL OR thing_type = @type) AND (@domain IS NULL OR domain = @domain)
-         ORDER BY thing_name`,
-      )
-      .all({ type: filter.thingType ?? null, domain: filter.domain ?? null })
-      .map(toThing);
+    return this.store.things(filter);
   }
 
   /** Creates or changes a thing; `serial`, `secret` and `label` left out keep their value. */
@@ -248,21 +127,9 @@ export class ThingRegistry {
     known: KnownReferences,
   ): Promise<ThingOutcome[]> {
     const { mode, provisioned } = options;
-    const names = JSON.stringify(chunk.map((t) => t.thingName));
-    const rows = new Map(
-      this.q<[string], ThingRow>("SELECT * FROM things WHERE thing_name IN (SELECT value FROM json_each(?))")
-        .all(names)
-        .map((r) => [r.thing_name, r]),
-    );
-    const memos = provisioned
-      ? new Map(
-          this.q<[string], { thing_name: string; digest: string }>(
-            "SELECT thing_name, digest FROM thing_provisions WHERE thing_name IN (SELECT value FROM json_each(?))",
-          )
-            .all(names)
-            .map((r) => [r.thing_name, r.digest]),
-        )
-      : undefined;
+    const names = chunk.map((t) => t.thingName);
+    const stored = await this.store.storedThings(names);
+    const memos = provisioned ? await this.store.provisionDigests(names) : undefined;
     const outcomes = new Array<ThingOutcome>(chunk.length);
     // First what can fail or must wait (names, references, privileges, slow hashes), then one transaction.
     const pending: { index: number; digest?: string; secret?: string; secretHash: Promise<string | null> }[] = [];
@@ -272,8 +139,8 @@ export class ThingRegistry {
           throw invalid("thingName", "1-128 characters of 0-9, A-Z, a-z, '_', '.', ':' or '-'");
         }
         this.checkReferences(input, known);
-        const row = rows.get(input.thingName);
-        const existing = row && toThing(row);
+        const row = stored.get(input.thingName);
+        const existing = row?.thing;
         checkMode(input.thingName, existing, mode);
         options.authorize?.(input, existing);
         let digest: string | undefined;
@@ -286,7 +153,7 @@ export class ThingRegistry {
           }
         }
         const secret = input.generateSecret ? generateDeviceSecret() : input.secret;
-        const secretHash = secret === undefined ? null : this.secretHashFor(input.thingName, secret, row?.secret_hash);
+        const secretHash = secret === undefined ? null : this.secretHashFor(input.thingName, secret, row?.secretHash);
         pending.push({
           index,
           digest,
@@ -298,109 +165,58 @@ export class ThingRegistry {
       }
     });
     const hashes = await Promise.allSettled(pending.map((p) => p.secretHash));
-    const events: { thingName: string; change: "created" | "updated" }[] = [];
-    this.db.transaction(() => {
-      pending.forEach((p, n) => {
-        const input = chunk[p.index]!;
-        const hashed = hashes[n]!;
-        try {
-          if (hashed.status === "rejected") throw hashed.reason;
-          // Checked again: another write may have come between the reads above and this transaction.
-          const existing = this.checkThing(input, mode);
-          const change = this.writeThing(input, existing, hashed.value);
-          if (p.digest !== undefined) {
-            this.q(
-              `INSERT INTO thing_provisions (thing_name, digest) VALUES (?, ?)
-               ON CONFLICT(thing_name) DO UPDATE SET digest = excluded.digest`,
-            ).run(input.thingName, p.digest);
-          } else if (change !== "unchanged") {
-            // Changed by another hand than the file's: the next start applies the file's entry again.
-            this.q("DELETE FROM thing_provisions WHERE thing_name = ?").run(input.thingName);
-          }
-          if (change !== "unchanged") events.push({ thingName: input.thingName, change });
-          const thing = change === "unchanged" ? existing! : this.thing(input.thingName)!;
-          outcomes[p.index] =
-            p.secret === undefined ? { status: change, thing } : { status: change, thing, secret: p.secret };
-        } catch (err) {
-          outcomes[p.index] = failed(err);
-        }
-      });
-      // In the transaction, so that the relay's copy of each change commits with it.
-      for (const e of events) this.bus.emit("thing.changed", e);
-    })();
+    const items: ThingWriteItem[] = [];
+    const written: (typeof pending)[number][] = [];
+    pending.forEach((p, n) => {
+      const hashed = hashes[n]!;
+      if (hashed.status === "rejected") {
+        outcomes[p.index] = failed(hashed.reason);
+        return;
+      }
+      const input = chunk[p.index]!;
+      // Checked again in the store's transaction: another write may have come between.
+      if (!this.domainExists(input.domain)) {
+        outcomes[p.index] = failed(notFound("DOMAIN_NOT_FOUND", `Domain ${input.domain}`, "domain"));
+        return;
+      }
+      items.push({ input, mode, secretHash: hashed.value, digest: p.digest });
+      written.push(p);
+    });
+    const results = await this.store.writeThings(items);
+    results.forEach((result, n) => {
+      const p = written[n]!;
+      if ("error" in result) {
+        outcomes[p.index] = { status: "failed", error: result.error };
+        return;
+      }
+      const { change, thing } = result;
+      if (change !== "unchanged") this.bus.emit("thing.changed", { thingName: thing.thingName, change });
+      outcomes[p.index] =
+        p.secret === undefined ? { status: change, thing } : { status: change, thing, secret: p.secret };
+    });
     return outcomes;
   }
 
-  /** Writes the thing unless it already holds these values; `secretHash` null keeps the stored one. */
-  private writeThing(
-    input: NewThing,
-    existing: Thing | undefined,
-    secretHash: string | null,
-  ): "created" | "updated" | "unchanged" {
-    if (
-      existing &&
-      existing.thingType === input.thingType &&
-      existing.domain === input.domain &&
-      (input.serial === undefined || input.serial === existing.serial) &&
-      (input.label === undefined || input.label === existing.label) &&
-      (secretHash === null || secretHash === this.storedHash(input.thingName))
-    ) {
-      return "unchanged";
-    }
-    const now = isoNow();
-    this.q(
-      `INSERT INTO things (thing_name, thing_type, domain, serial, secret_hash, label, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT(thing_name) DO UPDATE SET thing_type = excluded.thing_type, domain = excluded.domain,
-         serial = COALESCE(excluded.serial, serial), secret_hash = COALESCE(excluded.secret_hash, secret_hash),
-         label = COALESCE(excluded.label, label), updated_at = excluded.updated_at`,
-    ).run(
-      input.thingName,
-      input.thingType,
-      input.domain,
-      input.serial ?? null,
-      secretHash,
-      input.label ?? null,
-      now,
-      now,
-    );
-    return existing ? "updated" : "created";
-  }
-
   /** The domain and thing type exist (remembered in `known` for the rest of a bulk call). */
-  private checkReferences(input: NewThing, known?: KnownReferences): void {
-    let domain = known?.domains.get(input.domain);
+  private checkReferences(input: ThingWrite, known: KnownReferences): void {
+    let domain = known.domains.get(input.domain);
     if (domain === undefined) {
       domain = this.domainExists(input.domain);
-      known?.domains.set(input.domain, domain);
+      known.domains.set(input.domain, domain);
     }
     if (!domain) throw notFound("DOMAIN_NOT_FOUND", `Domain ${input.domain}`, "domain");
-    let type = known?.types.get(input.thingType);
+    let type = known.types.get(input.thingType);
     if (type === undefined) {
-      type =
-        this.q<[string], { id: string }>("SELECT id FROM thing_types WHERE id = ?").get(input.thingType) !== undefined;
-      known?.types.set(input.thingType, type);
+      type = this.thingType(input.thingType) !== undefined;
+      known.types.set(input.thingType, type);
     }
     if (!type) throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${input.thingType}`, "thingType");
   }
 
-  private checkThing(input: NewThing, mode: WriteMode): Thing | undefined {
-    this.checkReferences(input);
-    const existing = this.thing(input.thingName);
-    checkMode(input.thingName, existing, mode);
-    if (input.serial !== undefined) {
-      const holder = this.thingBySerial(input.serial);
-      if (holder && holder.thingName !== input.thingName) {
-        throw new ApiError("ALREADY_EXISTS", `Serial ${input.serial} belongs to thing ${holder.thingName}`, "serial");
-      }
-    }
-    return existing;
-  }
-
-  deleteThing(thingName: string): void {
+  async deleteThing(thingName: string): Promise<void> {
     if (!this.thing(thingName)) throw notFound("THING_NOT_FOUND", `Thing ${thingName}`, "thingName");
     const groups = this.groupsOf(thingName);
-    this.db.prepare("DELETE FROM things WHERE thing_name = ?").run(thingName);
+    await this.store.deleteThing(thingName);
     for (const groupId of groups) this.bus.emit("thingGroup.membership", { groupId, thingName, change: "removed" });
     this.bus.emit("thing.changed", { thingName, change: "deleted" });
   }
@@ -411,17 +227,11 @@ export class ThingRegistry {
    * KDF slot (`CredentialsBusyError` when too many wait).
    */
   async verifyThingSecret(thingName: string, secret: string): Promise<boolean> {
-    const stored = this.storedHash(thingName);
+    const stored = await this.store.secretHash(thingName);
     if (!stored) return false;
     const verdict = await this.credentials.verify(thingName, secret, stored);
-    if (verdict.upgrade) {
-      // Only if nobody changed the secret meanwhile; no event: the secret is the same, only its hash moved.
-      this.q("UPDATE things SET secret_hash = ? WHERE thing_name = ? AND secret_hash = ?").run(
-        verdict.upgrade,
-        thingName,
-        stored,
-      );
-    }
+    // Only if nobody changed the secret meanwhile; no event: the secret is the same, only its hash moved.
+    if (verdict.upgrade) await this.store.upgradeSecretHash(thingName, stored, verdict.upgrade);
     return verdict.ok;
   }
 
@@ -441,63 +251,23 @@ export class ThingRegistry {
     );
   }
 
-  private storedHash(thingName: string): string | null | undefined {
-    return this.q<[string], { secret_hash: string | null }>("SELECT secret_hash FROM things WHERE thing_name = ?").get(
-      thingName,
-    )?.secret_hash;
-  }
-
-  /** A prepared statement, prepared once per SQL text: bulk writes run several per thing. */
-  private q<P extends unknown[] = unknown[], R = unknown>(sql: string): Statement<P, R> {
-    let statement = this.statements.get(sql) as Statement<P, R> | undefined;
-    if (!statement) {
-      statement = this.db.prepare<P, R>(sql);
-      this.statements.set(sql, statement as unknown as Statement<unknown[], unknown>);
-    }
-    return statement;
-  }
-
   // ---- thing groups ----
 
   /** A group by id, or else by name: the interface identifies groups by either. */
   group(idOrName: string): ThingGroup | undefined {
-    const row = this.db
-      .prepare<[{ key: string }], { id: string; name: string; domain: string; created_at: string; updated_at: string }>(
-        "SELECT * FROM thing_groups WHERE id = @key OR name = @key ORDER BY id = @key DESC LIMIT 1",
-      )
-      .get({ key: idOrName });
-    if (!row) return undefined;
-    return {
-      id: row.id,
-      name: row.name,
-      domain: row.domain,
-      things: this.members(row.id),
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    };
+    return this.store.group(idOrName);
   }
 
   groups(): ThingGroup[] {
-    return this.db
-      .prepare<[], { id: string }>("SELECT id FROM thing_groups ORDER BY id")
-      .all()
-      .map((r) => this.group(r.id)!);
+    return this.store.groups();
   }
 
   members(groupId: string): string[] {
-    return this.db
-      .prepare<[string], { thing_name: string }>(
-        "SELECT thing_name FROM thing_group_members WHERE group_id = ? ORDER BY thing_name",
-      )
-      .all(groupId)
-      .map((r) => r.thing_name);
+    return this.store.members(groupId);
   }
 
   groupsOf(thingName: string): string[] {
-    return this.db
-      .prepare<[string], { group_id: string }>("SELECT group_id FROM thing_group_members WHERE thing_name = ?")
-      .all(thingName)
-      .map((r) => r.group_id);
+    return this.store.groupsOf(thingName);
   }
 
   /**
@@ -505,22 +275,17 @@ export class ThingRegistry {
    * membership. Ids and names share one namespace, since the interface
    * names a group by either: an id may not be another group's name.
    */
-  putGroup(
+  async putGroup(
     input: { id: string; name: string; domain: string; things?: string[] | undefined },
     mode: "create" | "update" | "upsert",
-  ): ThingGroup {
+  ): Promise<ThingGroup> {
     if (!NAME_PATTERN.test(input.id)) throw invalid("id", "1-128 characters of 0-9, A-Z, a-z, '_', '.', ':' or '-'");
     if (!this.domainExists(input.domain)) throw notFound("DOMAIN_NOT_FOUND", `Domain ${input.domain}`, "domain");
-    const row = this.db
-      .prepare<[string], { id: string; name: string; domain: string }>("SELECT * FROM thing_groups WHERE id = ?")
-      .get(input.id);
+    const group = this.group(input.id);
+    const row = group?.id === input.id ? group : undefined;
     if (row && mode === "create") throw new ApiError("ALREADY_EXISTS", `Thing group ${input.id} already exists`, "id");
     if (!row && mode === "update") throw notFound("THING_GROUP_NOT_FOUND", `Thing group ${input.id}`, "id");
-    const clash = this.db
-      .prepare<[{ id: string; name: string }], { id: string; name: string }>(
-        `SELECT id, name FROM thing_groups WHERE id <> @id AND (name = @id OR name = @name OR id = @name) LIMIT 1`,
-      )
-      .get({ id: input.id, name: input.name });
+    const clash = await this.store.groupClash(input.id, input.name);
     if (clash) {
       const property = clash.name === input.id ? "id" : "name";
       const value = property === "name" ? input.name : input.id;
@@ -529,22 +294,16 @@ export class ThingRegistry {
     // Every thing must exist before anything is written, so a bad list leaves no half-made group.
     if (input.things) this.requireThings(input.things);
     if (!row || row.name !== input.name || row.domain !== input.domain) {
-      const now = isoNow();
-      this.db
-        .prepare(
-          `INSERT INTO thing_groups (id, name, domain, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
-           ON CONFLICT(id) DO UPDATE SET name = excluded.name, domain = excluded.domain, updated_at = excluded.updated_at`,
-        )
-        .run(input.id, input.name, input.domain, now, now);
+      await this.store.putGroup({ id: input.id, name: input.name, domain: input.domain });
     }
-    if (input.things) this.setMembers(input.id, input.things);
+    if (input.things) await this.setMembers(input.id, input.things);
     return this.group(input.id)!;
   }
 
-  deleteGroup(idOrName: string): void {
+  async deleteGroup(idOrName: string): Promise<void> {
     const group = this.group(idOrName);
     if (!group) throw notFound("THING_GROUP_NOT_FOUND", `Thing group ${idOrName}`, "id");
-    this.db.prepare("DELETE FROM thing_groups WHERE id = ?").run(group.id);
+    await this.store.deleteGroup(group.id);
     for (const thingName of group.things) {
       this.bus.emit("thingGroup.membership", { groupId: group.id, thingName, change: "removed" });
     }
@@ -552,32 +311,27 @@ export class ThingRegistry {
   }
 
   /** Adds things to a group; things already in it are left alone. Returns the ones added. */
-  addMembers(groupId: string, thingNames: string[]): string[] {
+  async addMembers(groupId: string, thingNames: string[]): Promise<string[]> {
     this.requireThings(thingNames);
-    const insert = this.db.prepare(
-      "INSERT OR IGNORE INTO thing_group_members (group_id, thing_name, added_at) VALUES (?, ?, ?)",
-    );
-    const now = isoNow();
-    const added = this.db.transaction(() => thingNames.filter((t) => insert.run(groupId, t, now).changes > 0))();
+    const added = await this.store.addMembers(groupId, thingNames);
     for (const thingName of added) this.bus.emit("thingGroup.membership", { groupId, thingName, change: "added" });
     return added;
   }
 
-  removeMembers(groupId: string, thingNames: string[]): string[] {
-    const del = this.db.prepare("DELETE FROM thing_group_members WHERE group_id = ? AND thing_name = ?");
-    const removed = this.db.transaction(() => thingNames.filter((t) => del.run(groupId, t).changes > 0))();
+  async removeMembers(groupId: string, thingNames: string[]): Promise<string[]> {
+    const removed = await this.store.removeMembers(groupId, thingNames);
     for (const thingName of removed) this.bus.emit("thingGroup.membership", { groupId, thingName, change: "removed" });
     return removed;
   }
 
-  private setMembers(groupId: string, thingNames: string[]): void {
+  private async setMembers(groupId: string, thingNames: string[]): Promise<void> {
     const current = new Set(this.members(groupId));
     const wanted = new Set(thingNames);
-    this.removeMembers(
+    await this.removeMembers(
       groupId,
       [...current].filter((t) => !wanted.has(t)),
     );
-    this.addMembers(
+    await this.addMembers(
       groupId,
       [...wanted].filter((t) => !current.has(t)),
     );
@@ -589,13 +343,6 @@ export class ThingRegistry {
   }
 }
 
-function checkMode(thingName: string, existing: Thing | undefined, mode: WriteMode): void {
-  if (existing && mode === "create") {
-    throw new ApiError("ALREADY_EXISTS", `Thing ${thingName} already exists`, "thingName");
-  }
-  if (!existing && mode === "update") throw notFound("THING_NOT_FOUND", `Thing ${thingName}`, "thingName");
-}
-
 /** An ApiError becomes the item's outcome; anything else is a fault of dms and fails the whole call. */
 function failed(err: unknown): ThingOutcome {
   if (err instanceof ApiError) return { status: "failed", error: err };
@@ -604,16 +351,4 @@ function failed(err: unknown): ThingOutcome {
     return { status: "failed", error: busy };
   }
   throw err;
-}
-
-function toThing(row: ThingRow): Thing {
-  return {
-    thingName: row.thing_name,
-    thingType: row.thing_type,
-    domain: row.domain,
-    serial: row.serial,
-    label: row.label,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
 }

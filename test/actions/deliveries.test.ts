@@ -175,7 +175,7 @@ describe("EVENT", () => {
   it("a redelivered EVENT is stored once", async () => {
     const a = triggered("EVENT", { classification: "INTERNAL", message: "once" });
     const events = t.dms.services.events;
-    const first = events.insert({
+    const first = await events.insert({
       idempotencyKey: a.idempotencyKey,
       ruleId: "r",
       thingName: "t1",

@@ -46,7 +46,7 @@ describe("EVENT with Kafka on", () => {
       classification: "NOTIFICATION",
       ruleId: "rule-1",
     });
-    const stored = t.dms.services.events.get(String(got[0]!.value.id));
+    const stored = await t.dms.services.events.get(String(got[0]!.value.id));
     expect(stored?.message).toBe("door t1");
   }, 120_000);
 });

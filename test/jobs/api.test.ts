@@ -504,15 +504,15 @@ describe("executions", () => {
 describe("continuous jobs", () => {
   it("start an execution for a thing added to a target group and mark REMOVED a queued thing taken out", async () => {
     const { registry } = t.dms.services;
-    registry.putGroup({ id: "cg", name: "continuous-group", domain: "acme", things: ["t3"] }, "create");
+    await registry.putGroup({ id: "cg", name: "continuous-group", domain: "acme", things: ["t3"] }, "create");
     const jobId = await createJob(t, { targets: { groups: ["cg"] }, targetSelection: "CONTINUOUS" });
-    registry.addMembers("cg", ["t4"]);
+    await registry.addMembers("cg", ["t4"]);
     let job = await describeJob(t, jobId);
     expect(job.jobProcessDetails.numberOfQueuedThings).toBe(2);
-    registry.removeMembers("cg", ["t4"]);
+    await registry.removeMembers("cg", ["t4"]);
     job = await describeJob(t, jobId);
     expect(job.jobProcessDetails).toMatchObject({ numberOfQueuedThings: 1, numberOfRemovedThings: 1 });
-    registry.addMembers("cg", ["t4"]);
+    await registry.addMembers("cg", ["t4"]);
     const again = await json(await t.call("GET", `/thing-jobs/jobs/${jobId}/job-executions/t4`, { user: "alice" }));
     expect(again).toMatchObject({ status: "QUEUED", executionNumber: "2" });
     await t.call("PATCH", `/thing-jobs/jobs/${jobId}/job-executions/t3`, { user: "alice" });
@@ -543,7 +543,7 @@ describe("deleted things", () => {
   it("mark the open executions REMOVED, so a snapshot job can still complete", async () => {
     await t.dms.services.registry.putThing({ thingName: "doomed", thingType: "10", domain: "acme" }, "create");
     const jobId = await createJob(t, { targets: { things: ["doomed"] } });
-    t.dms.services.registry.deleteThing("doomed");
+    await t.dms.services.registry.deleteThing("doomed");
     const job = await describeJob(t, jobId);
     expect(job).toMatchObject({ status: "COMPLETED", jobProcessDetails: { numberOfRemovedThings: 1 } });
   });

@@ -7,7 +7,7 @@ import { EventBus, type BusEventName } from "../../src/bus/index.js";
 import { migrations } from "../../src/migrations.js";
 import { provision, type Provision, type ProvisionTarget } from "../../src/provision/index.js";
 import { openDatabase, type Db } from "../../src/store/index.js";
-import { ThingRegistry } from "../../src/things/index.js";
+import { SqliteThingStore, ThingRegistry } from "../../src/things/index.js";
 import { BASE_PROVISION, startTestDms, type TestDms } from "../support/dms.js";
 import { json, type Payload } from "../support/http.js";
 
@@ -60,7 +60,7 @@ function freshTarget(): ProvisionTarget & { bus: EventBus } {
   const db = openDatabase({ dataDir: ":memory:", migrations });
   const bus = new EventBus();
   const identity = new Identity(db, bus);
-  const registry = new ThingRegistry(db, bus, (id) => identity.domain(id) !== undefined);
+  const registry = new ThingRegistry(new SqliteThingStore(db), bus, (id) => identity.domain(id) !== undefined);
   return { db, bus, identity, registry };
 }
 

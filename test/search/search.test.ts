@@ -319,19 +319,19 @@ describe("the index follows domain and thing-type changes", () => {
   it("a thing type's resources are indexed, replaced and removed with it", async () => {
     const { registry } = t.dms.services;
     const type = { id: "50", label: "Gauge", domain: "east" };
-    registry.putThingType(
+    await registry.putThingType(
       { ...type, resources: [{ name: "pressure", dataType: "double", resourceType: "thing" }] },
       "create",
     );
     expect(await ids({ term: "press" })).toEqual(["50/pressure"]);
     expect(await ids({ term: "press" }, "eastie")).toEqual(["50/pressure"]);
-    registry.putThingType(
+    await registry.putThingType(
       { ...type, resources: [{ name: "humidity", dataType: "double", resourceType: "thing" }] },
       "update",
     );
     expect(await ids({ term: "press" })).toEqual([]);
     expect(await ids({ term: "humid" })).toEqual(["50/humidity"]);
-    registry.deleteThingType("50");
+    await registry.deleteThingType("50");
     expect(await ids({ term: "humid" })).toEqual([]);
   });
 

@@ -1,7 +1,7 @@
 import { pino } from "pino";
 import { Outbox, realTimers } from "../../src/actions/index.js";
 import { loadConfig } from "../../src/config/index.js";
-import { EventStore, noPublisher } from "../../src/events/index.js";
+import { SqliteEventStore, noPublisher } from "../../src/events/index.js";
 import type { ObservationIngest } from "../../src/engine/index.js";
 import { createMailer } from "../../src/mail/index.js";
 import type { Db } from "../../src/store/index.js";
@@ -25,7 +25,7 @@ export function standaloneOutbox(
       logger,
       mailer: createMailer(undefined, "x@y", logger),
       ingest: () => options.ingest,
-      events: new EventStore(db, Date.now),
+      events: new SqliteEventStore(db, Date.now),
       publisher: noPublisher,
       timers: realTimers,
     },

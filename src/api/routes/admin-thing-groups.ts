@@ -135,18 +135,18 @@ export const adminThingGroupRoutes: RouteModule<{ identity: Identity; registry: 
     return c.json(view(principal, group), 200);
   });
 
-  app.openapi(create, (c) => {
+  app.openapi(create, async (c) => {
     const body = c.req.valid("json");
     const principal = c.get("principal");
     requireReadWrite(principal);
     requireDomain(identity, body.domain);
     authorize(principal, "ThingGroups.CREATE", body.domain);
     requireReadableThings(registry, principal, body.things);
-    const group = registry.putGroup({ ...body, name: body.name ?? body.id }, "create");
+    const group = await registry.putGroup({ ...body, name: body.name ?? body.id }, "create");
     return c.json(view(principal, group), 200);
   });
 
-  app.openapi(update, (c) => {
+  app.openapi(update, async (c) => {
     const current = existing(c.req.valid("param").id);
     const body = c.req.valid("json");
     const principal = c.get("principal");
@@ -154,31 +154,31 @@ export const adminThingGroupRoutes: RouteModule<{ identity: Identity; registry: 
     const domain = body.domain ?? current.domain;
     requireDomain(identity, domain);
     authorizeChange(principal, "ThingGroups", current.domain, domain);
-    const group = registry.putGroup({ id: current.id, name: body.name ?? current.name, domain }, "update");
+    const group = await registry.putGroup({ id: current.id, name: body.name ?? current.name, domain }, "update");
     return c.json(view(principal, group), 200);
   });
 
-  app.openapi(remove, (c) => {
+  app.openapi(remove, async (c) => {
     const group = existing(c.req.valid("param").id);
     const principal = c.get("principal");
     requireReadWrite(principal);
     authorize(principal, "ThingGroups.DELETE", group.domain);
-    registry.deleteGroup(group.id);
+    await registry.deleteGroup(group.id);
     return c.body(null, 200);
   });
 
-  app.openapi(addThings, (c) => {
+  app.openapi(addThings, async (c) => {
     const group = existing(c.req.valid("param").id);
     const { things } = c.req.valid("json");
     const principal = c.get("principal");
     requireReadWrite(principal);
     authorize(principal, "ThingGroups.UPDATE", group.domain);
     requireReadableThings(registry, principal, things);
-    registry.addMembers(group.id, things);
+    await registry.addMembers(group.id, things);
     return c.json(view(principal, existing(group.id)), 200);
   });
 
-  app.openapi(removeThing, (c) => {
+  app.openapi(removeThing, async (c) => {
     const { id, thingName } = c.req.valid("param");
     const group = existing(id);
     const principal = c.get("principal");
@@ -186,7 +186,7 @@ export const adminThingGroupRoutes: RouteModule<{ identity: Identity; registry: 
     authorize(principal, "ThingGroups.UPDATE", group.domain);
     const member = view(principal, group).things.includes(thingName);
     if (!member) throw notFound("THING_NOT_FOUND", `Thing ${thingName} in group ${group.id}`, "thingName");
-    registry.removeMembers(group.id, [thingName]);
+    await registry.removeMembers(group.id, [thingName]);
     return c.json(view(principal, existing(group.id)), 200);
   });
 };

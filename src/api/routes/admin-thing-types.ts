@@ -119,16 +119,16 @@ export const adminThingTypeRoutes: RouteModule<{ identity: Identity; registry: T
     return c.json(thingType, 200);
   });
 
-  app.openapi(create, (c) => {
+  app.openapi(create, async (c) => {
     const body = c.req.valid("json");
     const principal = c.get("principal");
     requireReadWrite(principal);
     requireDomain(identity, body.domain);
     authorize(principal, "ThingTypes.CREATE", body.domain);
-    return c.json(registry.putThingType({ ...body, label: body.label ?? body.id }, "create"), 200);
+    return c.json(await registry.putThingType({ ...body, label: body.label ?? body.id }, "create"), 200);
   });
 
-  app.openapi(update, (c) => {
+  app.openapi(update, async (c) => {
     const current = existing(c.req.valid("param").id);
     const body = c.req.valid("json");
     const principal = c.get("principal");
@@ -142,15 +142,15 @@ export const adminThingTypeRoutes: RouteModule<{ identity: Identity; registry: T
       domain,
       resources: body.resources ?? current.resources,
     };
-    return c.json(registry.putThingType(next, "update"), 200);
+    return c.json(await registry.putThingType(next, "update"), 200);
   });
 
-  app.openapi(remove, (c) => {
+  app.openapi(remove, async (c) => {
     const thingType = existing(c.req.valid("param").id);
     const principal = c.get("principal");
     requireReadWrite(principal);
     authorize(principal, "ThingTypes.DELETE", thingType.domain);
-    registry.deleteThingType(thingType.id);
+    await registry.deleteThingType(thingType.id);
     return c.body(null, 200);
   });
 };

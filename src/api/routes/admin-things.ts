@@ -276,12 +276,12 @@ export const adminThingRoutes: RouteModule<{ identity: Identity; registry: Thing
     return c.json({ updated: done, errors }, 200);
   });
 
-  app.openapi(remove, (c) => {
+  app.openapi(remove, async (c) => {
     const thing = existing(c.req.valid("param").thingName);
     const principal = c.get("principal");
     requireReadWrite(principal);
     authorize(principal, "Things.DELETE", thing.domain);
-    registry.deleteThing(thing.thingName);
+    await registry.deleteThing(thing.thingName);
     return c.body(null, 200);
   });
 };

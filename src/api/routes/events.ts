@@ -70,13 +70,13 @@ function parseInstant(v: string): number | undefined {
 }
 
 export const eventRoutes: RouteModule<{ events: EventStore; identity: Identity }> = (app, { events, identity }) => {
-  app.openapi(list, (c) => {
+  app.openapi(list, async (c) => {
     const principal = c.get("principal");
     const q = c.req.valid("query");
     const from = q.from === undefined ? undefined : parseInstant(q.from);
     const to = q.to === undefined ? undefined : parseInstant(q.to);
     if (from !== undefined && to !== undefined && from > to) throw invalid("from", "from is after to");
-    const page = events.list({
+    const page = await events.list({
       domains: [...principal.domainsWith("Events.READ", identity.domains())],
       thingName: q.thingName,
       category: q.category,
@@ -102,14 +102,14 @@ export const eventRoutes: RouteModule<{ events: EventStore; identity: Identity }
     );
   });
 
-  app.openapi(ack, (c) => {
+  app.openapi(ack, async (c) => {
     const principal = c.get("principal");
     const { id } = c.req.valid("param");
-    const event = events.get(id);
+    const event = await events.get(id);
     // Another tenant's event answers as a missing one: ids are sequential, existence is not to be probed.
     if (!event || !principal.can("Events.READ", event.domain)) throw notFound("NOT_FOUND", `Event ${id}`, "id");
     requireReadWrite(principal);
     authorize(principal, "Events.UPDATE", event.domain);
-    return c.json(events.acknowledge(id, principal.userName)!, 200);
+    return c.json((await events.acknowledge(id, principal.userName))!, 200);
   });
 };

@@ -1,0 +1,49 @@
+import type { ThingRegistry } from "../things/index.js";
+import type { Rollout } from "./rollout.js";
+import type { JobStore } from "./store.js";
+
+/**
+ * What the registry's changes do to jobs, inside the job transaction: a thing
+ * added to a group a continuous job targets gets an execution, a thing taken
+ * out of every target loses its queued one (REMOVED), a deleted thing's open
+ * executions are REMOVED (which may complete a snapshot job).
+ */
+export class ContinuousJobs {
+  constructor(
+    private readonly store: JobStore,
+    private readonly registry: ThingRegistry,
+    private readonly rollout: Rollout,
+    private readonly touch: (thingName: string) => void,
+  ) {}
+
+  /** Starts an execution for a thing newly targeted by a continuous job, unless it has one that counts. */
+  startFor(jobId: string, thingName: string, now: number): void {
+    const latest = this.store.execution(jobId, thingName);
+    if (!latest) this.store.queue(jobId, thingName, 1, now);
+    else if (latest.status === "REMOVED") this.store.queue(jobId, thingName, latest.execution_number + 1, now);
+  }
+
+  thingAdded(groupId: string, thingName: string, now: number): void {
+    for (const job of this.store.continuousJobsOf(groupId)) {
+      this.startFor(job.job_id, thingName, now);
+      this.rollout.release(job, now);
+    }
+  }
+
+  /** A deleted thing can never finish: its open executions are REMOVED, which may complete snapshot jobs. */
+  thingDeleted(thingName: string, now: number): void {
+    for (const jobId of this.store.removeOpenOf(thingName, now)) this.rollout.maybeComplete(jobId, now);
+  }
+
+  thingRemoved(groupId: string, thingName: string, now: number): void {
+    const stillIn = new Set(this.registry.groupsOf(thingName));
+    for (const job of this.store.continuousJobsOf(groupId)) {
+      const direct = (JSON.parse(job.target_things) as string[]).includes(thingName);
+      if (direct || this.store.groupIds(job.job_id).some((g) => stillIn.has(g))) continue;
+      const latest = this.store.execution(job.job_id, thingName);
+      if (latest?.status !== "QUEUED") continue;
+      this.store.markRemoved(latest, now);
+      if (latest.released) this.touch(thingName);
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import { isoNow } from "../store/index.js";
+import type { Logger } from "../observability/index.js";
+import type { JobRow, JobStore } from "./store.js";
+import type { AbortConfig } from "./types.js";
+
+export const MINUTE = 60_000;
+
+/**
+ * How a job moves on by itself, inside the transaction of the change that
+ * moved it: executions offered to devices at most `maximumPerMinute` per
+ * one-minute window, a snapshot job completed once nothing is left open, a
+ * job aborted when a failure type crosses its share (abortConfig).
+ */
+export class Rollout {
+  constructor(
+    private readonly store: JobStore,
+    private readonly logger: Logger,
+    /** A thing whose pending executions changed: its device is told after the commit. */
+    private readonly touch: (thingName: string) => void,
+  ) {}
+
+  /** Offers queued executions to devices, within the job's per-minute budget. Returns how many. */
+  release(job: JobRow, now: number): number {
+    if (job.status !== "IN_PROGRESS") return 0;
+    if (job.maximum_per_minute === null) {
+      const released = this.store.release(job.job_id, null);
+      for (const t of released) this.touch(t);
+      return released.length;
+    }
+    let start = job.rollout_window_start;
+    let count = job.rollout_window_count;
+    if (now >= start + MINUTE) {
+      start = now;
+      count = 0;
+    }
+    const budget = Math.max(0, job.maximum_per_minute - count);
+    const released = this.store.release(job.job_id, budget);
+    for (const t of released) this.touch(t);
+    count += released.length;
+    const waiting = this.store.hasUnreleased(job.job_id);
+    this.store.setRolloutWindow(job.job_id, start, count, waiting ? start + MINUTE : null);
+    return released.length;
+  }
+
+  /** A snapshot job is complete once no execution is left queued or in progress. */
+  maybeComplete(jobId: string, now: number): void {
+    const job = this.store.job(jobId);
+    if (!job || job.status !== "IN_PROGRESS" || job.target_selection !== "SNAPSHOT") return;
+    if (this.store.hasOpen(jobId)) return;
+    this.store.completeJob(jobId, isoNow(now));
+  }
+
+  /** AWS semantics without force: queued executions are canceled, running ones may finish. */
+  cancel(row: JobRow, comment: string | undefined, now: number, reason: string): void {
+    const canceled = this.store.cancelJob(row.job_id, comment ?? null, isoNow(now), now);
+    for (const c of canceled) if (c.released) this.touch(c.thing_name);
+    this.logger.info({ jobId: row.job_id, reason, canceled: canceled.length }, "thing job canceled");
+  }
+
+  /** AWS abortConfig: cancel the job once a failure type crosses its share of the executed things. */
+  checkAbort(jobId: string, now: number): void {
+    const job = this.store.job(jobId);
+    if (!job?.abort_config || job.status !== "IN_PROGRESS") return;
+    const counts = this.store.statusCounts(jobId);
+    const failed = counts.get("FAILED") ?? 0;
+    const rejected = counts.get("REJECTED") ?? 0;
+    const timedOut = counts.get("TIMED_OUT") ?? 0;
+    const executed = (counts.get("SUCCEEDED") ?? 0) + failed + rejected + timedOut;
+    const byType = { FAILED: failed, REJECTED: rejected, TIMED_OUT: timedOut, ALL: failed + rejected + timedOut };
+    const config = JSON.parse(job.abort_config) as AbortConfig;
+    for (const c of config.criteriaList) {
+      if (executed < c.minNumberOfExecutedThings || executed === 0) continue;
+      if ((byType[c.failureType] * 100) / executed >= c.thresholdPercentage) {
+        this.cancel(job, `Aborted: ${c.failureType} reached ${c.thresholdPercentage}%`, now, "abortConfig");
+        return;
+      }
+    }
+  }
+}

@@ -1,0 +1,90 @@
+import { ApiError, notFound } from "../errors/index.js";
+import type { GroupHeader, NewThing, Thing, ThingGroup, ThingType, WriteMode } from "./types.js";
+
+/**
+ * The registry's reads that the engine, the MQTT bridge, the proxy and every
+ * access check make per message or per request, so they are synchronous:
+ * SQLite answers them from its file; a store over a networked database
+ * answers them from memory it keeps current from the bus (`thing.changed`,
+ * `thingType.changed`, `thingGroup.*`), never with a round trip.
+ */
+export interface ThingLookups {
+  thingType(id: string): ThingType | undefined;
+  /** By id. */
+  thingTypes(): ThingType[];
+  thing(thingName: string): Thing | undefined;
+  thingBySerial(serial: string): Thing | undefined;
+  /** By name; both filters optional. */
+  things(filter: { thingType?: string | undefined; domain?: string | undefined }): Thing[];
+  /** A group by id, or else by name: the interface identifies groups by either. */
+  group(idOrName: string): ThingGroup | undefined;
+  /** By id. */
+  groups(): ThingGroup[];
+  /** Thing names of the group, by name. */
+  members(groupId: string): string[];
+  groupsOf(thingName: string): string[];
+}
+
+/** A thing as stored: with its secret's hash, which only the store and the credentials see. */
+export interface StoredThing {
+  thing: Thing;
+  secretHash: string | null;
+}
+
+/** One thing of a `writeThings` batch, its references and privileges already checked, its secret hashed. */
+export interface ThingWriteItem {
+  input: NewThing;
+  mode: WriteMode;
+  /** The new secret's hash; null keeps the stored one. */
+  secretHash: string | null;
+  /** The provisioning file's digest of the entry; undefined: written by another hand, so the file's is forgotten. */
+  digest?: string | undefined;
+}
+
+export type ThingWriteResult = { change: "created" | "updated" | "unchanged"; thing: Thing } | { error: ApiError };
+
+/**
+ * Where thing types, things and groups are kept. Writes answer asynchronously,
+ * as a networked database would, each method one atomic operation; the store
+ * does not announce changes (the registry does, once they are stored).
+ */
+export interface ThingStore extends ThingLookups {
+  /** Creates the type or replaces label, domain and resources, in one transaction. */
+  putThingType(type: Omit<ThingType, "createdAt" | "updatedAt">): Promise<void>;
+  /** Deletes the type unless things still are of it; answers how many are (0: deleted). */
+  deleteThingType(id: string): Promise<number>;
+  /** What a batch's checks read before it is written: the stored things of these names. */
+  storedThings(thingNames: readonly string[]): Promise<Map<string, StoredThing>>;
+  /** The digests the provisioning file last applied to these things. */
+  provisionDigests(thingNames: readonly string[]): Promise<Map<string, string>>;
+  /**
+   * Writes a batch in one transaction, each thing on its own: checked again
+   * inside it (write mode, thing type, serial held by another thing), since
+   * another write may have come between the reads and this, and left as it is
+   * when it already holds these values. Results at their items' indexes.
+   */
+  writeThings(items: readonly ThingWriteItem[]): Promise<ThingWriteResult[]>;
+  deleteThing(thingName: string): Promise<void>;
+  /** undefined: no such thing; null: a thing without a secret. */
+  secretHash(thingName: string): Promise<string | null | undefined>;
+  /** Replaces the secret's hash only if it still is `expected` (nobody changed the secret meanwhile). */
+  upgradeSecretHash(thingName: string, expected: string, next: string): Promise<void>;
+  /** Another group whose id or name is `id` or `name` (ids and names share one namespace). */
+  groupClash(id: string, name: string): Promise<GroupHeader | undefined>;
+  /** Creates the group or changes its name and domain. */
+  putGroup(group: GroupHeader): Promise<void>;
+  /** Deletes the group and its memberships. */
+  deleteGroup(groupId: string): Promise<void>;
+  /** Adds the things not in the group yet; answers those added. */
+  addMembers(groupId: string, thingNames: readonly string[]): Promise<string[]>;
+  /** Removes the things that were in the group; answers those removed. */
+  removeMembers(groupId: string, thingNames: readonly string[]): Promise<string[]>;
+}
+
+/** The write mode's refusals: `create` of a thing that exists, `update` of one that does not. */
+export function checkMode(thingName: string, existing: Thing | undefined, mode: WriteMode): void {
+  if (existing && mode === "create") {
+    throw new ApiError("ALREADY_EXISTS", `Thing ${thingName} already exists`, "thingName");
+  }
+  if (!existing && mode === "update") throw notFound("THING_NOT_FOUND", `Thing ${thingName}`, "thingName");
+}
