@@ -23,12 +23,12 @@ import {
   type ObservationIngest,
 } from "./engine/index.js";
 import { createMailer, type Mailer } from "./mail/index.js";
-import { DeviceJobs, JobDocuments, JobScheduler, ThingJobs } from "./jobs/index.js";
+import { DeviceJobs, JobScheduler, createJobs, type JobsService, type ThingJobs } from "./jobs/index.js";
 import { migrations } from "./migrations.js";
 import { DeviceBridge } from "./mqtt/index.js";
 import { createLogger, createMetrics, type Logger, type Metrics } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
-import { RuleStore, RulesService } from "./rules/index.js";
+import { createRules, type RuleStore, type RulesService } from "./rules/index.js";
 import { createProxy, type Proxy } from "./proxy/index.js";
 import { Files, LocalFileStore } from "./files/index.js";
 import {
@@ -46,6 +46,7 @@ import { retentionTargets } from "./retention.js";
 import {
   CredentialsBusyError,
   DeviceCredentials,
+  ThingGroupsService,
   ThingRegistry,
   deviceSecretKey,
   registerCredentialMetrics,
@@ -75,6 +76,8 @@ export interface Services {
   readonly identity: Identity;
   readonly tokens: Tokens;
   readonly registry: ThingRegistry;
+  /** The thing-group operations with their access checks. */
+  readonly thingGroups: ThingGroupsService;
   readonly observations: ObservationStore;
   /** FIND and export reads of the observation table. */
   readonly observationReader: ObservationReader;
@@ -94,8 +97,10 @@ export interface Services {
   /** The durable outbox of triggered actions, and their dead letters. */
   readonly actions: Outbox;
   readonly events: EventStore;
-  /** Thing jobs and job documents (src/jobs). */
+  /** Thing jobs and job documents (src/jobs): the device side and the scheduler use them. */
   readonly jobs: ThingJobs;
+  /** The thing-job operations with their access checks. */
+  readonly thingJobs: JobsService;
   /**
    * Feeds SET_RESOURCE observations into the engine: the observations topic's producer when
    * `KAFKA_BROKERS` is set (every process), else this process's engine when it runs one.
@@ -175,6 +180,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const credentials = new DeviceCredentials({ key: deviceSecretKey(config.DMS_DATA_DIR) });
   registerCredentialMetrics(credentials, metrics.registry);
   const registry = new ThingRegistry(db, bus, (id) => identity.domain(id) !== undefined, credentials);
+  const thingGroups = new ThingGroupsService({ registry, identity });
   let publicUrl = config.DMS_PUBLIC_URL;
   const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
   const fileStore = new LocalFileStore({ db, dir: fileStoreDir(config.DMS_DATA_DIR), clock });
@@ -182,11 +188,12 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   // Built before provisioning so that the bus keeps it current from the first change on.
   const search = new SearchIndex({ identity, registry }, bus);
   const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
-  const ruleStore = new RuleStore(db, bus, config.ruleIdPrefix);
-  const rules = new RulesService({
-    store: ruleStore,
+  const rules = createRules({
+    db,
+    bus,
     identity,
     registry,
+    idPrefix: config.ruleIdPrefix,
     allowPrivateWebhooks: config.DMS_WEBHOOK_ALLOW_PRIVATE,
   });
   const events = new EventStore(db, clock);
@@ -209,10 +216,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     signer,
     metrics: metrics.registry,
   });
-  const documents = new JobDocuments(db, signer, clock);
-  const jobs = new ThingJobs({ db, registry, bus, documents, clock, logger });
-  // On the bus, so that the MQTT bridge hears of jobs changed by the REST or scheduler process.
-  jobs.onPendingChanged((things) => bus.emit("jobs.pending", { things: [...things] }));
+  const { jobs, service: thingJobs } = createJobs({ db, bus, registry, identity, signer, clock, logger });
   const authenticate = authentication({ identity, tokens });
 
   // Triggered actions and SET_RESOURCE observations go round: the engine hands actions to the outbox,
@@ -246,7 +250,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
         clock,
         domainPath: (id) => identity.pathOf(id),
         sink: options.actionSink ?? actions,
-        loadRules: () => ruleStore.all(),
+        loadRules: () => rules.store.all(),
       })
     : undefined;
   const ingest: ObservationIngest | undefined = observationsTopic?.ingest ?? engine?.ingest;
@@ -273,6 +277,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     identity,
     tokens,
     registry,
+    thingGroups,
     observations,
     observationReader,
     find,
@@ -281,11 +286,12 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     signer,
     files,
     search,
-    ruleStore,
-    rules,
+    ruleStore: rules.store,
+    rules: rules.service,
     actions,
     events,
     jobs,
+    thingJobs,
     ingest,
     engine,
     jobScheduler,

@@ -1,6 +1,14 @@
 export * from "../rule-model/index.js";
 export { RuleStore } from "./store.js";
-export { RulesService, type RuleView, type BulkResult, type RulesOptions } from "./service.js";
+export {
+  RulesService,
+  createRules,
+  type RuleView,
+  type BulkResult,
+  type RulesOptions,
+  type Rules,
+  type RulesDeps,
+} from "./service.js";
 export {
   RuleBodySchema,
   CreateRuleBodySchema,

@@ -1,11 +1,13 @@
 import { authorize, requireReadWrite, type Identity, type Principal } from "../auth/index.js";
+import type { EventBus } from "../bus/index.js";
+import type { Db } from "../store/index.js";
 import { compileRule } from "../engine/index.js";
 import { ApiError, invalid, notAuthorized, notFound } from "../errors/index.js";
 import type { ThingRegistry } from "../things/index.js";
 import { dryRun, type DryRunObservation, type DryRunReport } from "./dry-run.js";
 import { checkChaining, checkLoop, overlapWith, type Overlap } from "./loop.js";
 import type { BulkUpdateBody, CreateRuleBody, RuleBody } from "./schema.js";
-import type { RuleStore } from "./store.js";
+import { RuleStore } from "./store.js";
 import type { Rule } from "../rule-model/index.js";
 import { checkActions, checkExpression } from "./validate.js";
 
@@ -207,4 +209,25 @@ export class RulesService {
     checkLoop(rule, others, this.overlap);
     checkChaining(rule, others, this.overlap);
   }
+}
+
+export interface RulesDeps {
+  db: Db;
+  bus: EventBus;
+  identity: Identity;
+  registry: ThingRegistry;
+  /** What generated rule ids start with (`DMS_STACK_NAME`'s). */
+  idPrefix: string;
+  allowPrivateWebhooks: boolean;
+}
+
+/** The rules capability: the rules as stored (the engine loads and follows them) and the operations. */
+export interface Rules {
+  store: RuleStore;
+  service: RulesService;
+}
+
+export function createRules({ db, bus, identity, registry, idPrefix, allowPrivateWebhooks }: RulesDeps): Rules {
+  const store = new RuleStore(db, bus, idPrefix);
+  return { store, service: new RulesService({ store, identity, registry, allowPrivateWebhooks }) };
 }
