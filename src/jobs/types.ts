@@ -1,8 +1,8 @@
 import type { z } from "zod";
+import { EXECUTION_STATUSES } from "./schema.js";
 import type {
   AbortConfigSchema,
   DEVICE_STATUSES,
-  EXECUTION_STATUSES,
   FAILURE_TYPES,
   JOB_STATUSES,
   JobExecutionSchema,
@@ -26,15 +26,10 @@ export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number];
 export type DeviceStatus = (typeof DEVICE_STATUSES)[number];
 export type FailureType = (typeof FAILURE_TYPES)[number];
 
-/** Statuses an execution never leaves. */
-export const TERMINAL: ReadonlySet<ExecutionStatus> = new Set([
-  "SUCCEEDED",
-  "FAILED",
-  "REJECTED",
-  "TIMED_OUT",
-  "REMOVED",
-  "CANCELED",
-]);
+/** Statuses an execution never leaves: all but QUEUED and IN_PROGRESS. */
+export const TERMINAL: ReadonlySet<ExecutionStatus> = new Set(
+  EXECUTION_STATUSES.filter((s) => s !== "QUEUED" && s !== "IN_PROGRESS"),
+);
 
 export type AbortConfig = z.infer<typeof AbortConfigSchema>;
 export type AbortCriteria = AbortConfig["criteriaList"][number];

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Principal } from "../../src/auth/index.js";
-import { ApiError } from "../../src/errors/index.js";
 import { createJobs, type Jobs } from "../../src/jobs/index.js";
-import { openParts, type Parts } from "../support/parts.js";
+import { openParts, refusal, type Parts } from "../support/parts.js";
 
 /** The thing-job access rules, checked on the jobs capability made from its parts (no service, no HTTP). */
 
@@ -28,17 +27,6 @@ afterAll(() => {
   jobs.jobs.close();
   parts.close();
 });
-
-/** The error key `act` fails with. */
-function refusal(act: () => unknown): string {
-  try {
-    act();
-  } catch (err) {
-    if (err instanceof ApiError) return err.key;
-    throw err;
-  }
-  throw new Error("not refused");
-}
 
 async function documentOf(p: Principal, domain: string): Promise<string> {
   const ticket = jobs.service.uploadTicket(p, "firmware", domain);

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApiError } from "../../src/errors/index.js";
 import { CreateRuleBodySchema, RuleBodySchema, createRules, type Rules } from "../../src/rules/index.js";
-import { openParts, type Parts } from "../support/parts.js";
+import { openParts, refusal, type Parts } from "../support/parts.js";
 import { RULES_PROVISION, ruleBody } from "./fixtures.js";
 
 /** The rules' access rules, checked on the rules capability made from its parts (no service, no HTTP). */
@@ -26,16 +25,6 @@ beforeAll(async () => {
   rules = createRules({ ...parts, idPrefix: "test", allowPrivateWebhooks: false });
 });
 afterAll(() => parts.close());
-
-function refusal(act: () => unknown): string {
-  try {
-    act();
-  } catch (err) {
-    if (err instanceof ApiError) return err.key;
-    throw err;
-  }
-  throw new Error("not refused");
-}
 
 const create = (over: Record<string, unknown> = {}) => CreateRuleBodySchema.parse(ruleBody(over));
 

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Identity, type Principal } from "../../src/auth/index.js";
 import { EventBus } from "../../src/bus/index.js";
+import { ApiError } from "../../src/errors/index.js";
 import { migrations } from "../../src/migrations.js";
 import { createLogger, type Logger } from "../../src/observability/index.js";
 import { provision, type Provision } from "../../src/provision/index.js";
@@ -52,4 +53,15 @@ export async function openParts(extra: Partial<Provision> = {}): Promise<Parts> 
     },
     close: () => db.close(),
   };
+}
+
+/** The error key `act` is refused with (an ApiError); fails when it is not refused. */
+export function refusal(act: () => unknown): string {
+  try {
+    act();
+  } catch (err) {
+    if (err instanceof ApiError) return err.key;
+    throw err;
+  }
+  throw new Error("not refused");
 }

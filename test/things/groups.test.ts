@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ApiError } from "../../src/errors/index.js";
 import { ThingGroupsService } from "../../src/things/index.js";
-import { openParts, type Parts } from "../support/parts.js";
+import { openParts, refusal, type Parts } from "../support/parts.js";
 
 /** The thing-group access rules, checked on the service made from its parts (no running dms, no HTTP). */
 
@@ -25,16 +24,6 @@ beforeAll(async () => {
   groups = new ThingGroupsService(parts);
 });
 afterAll(() => parts.close());
-
-function refusal(act: () => unknown): string {
-  try {
-    act();
-  } catch (err) {
-    if (err instanceof ApiError) return err.key;
-    throw err;
-  }
-  throw new Error("not refused");
-}
 
 describe("thing groups: access checks in the service", () => {
   it("a group shows only the members the caller may read", () => {
