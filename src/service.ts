@@ -21,12 +21,12 @@ import {
 } from "./engine/index.js";
 import { observationsProducer } from "./kafka/index.js";
 import { createMailer, type Mailer } from "./mail/index.js";
-import { DeviceJobs, JobDocuments, JobScheduler, SqliteJobStore, ThingJobs } from "./jobs/index.js";
+import { DeviceJobs, JobScheduler, createJobs, type JobsService, type ThingJobs } from "./jobs/index.js";
 import { migrations } from "./migrations.js";
 import { DeviceBridge } from "./mqtt/index.js";
 import { createLogger, createMetrics, type Logger, type Metrics } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
-import { RuleCache, RulesService, SqliteRuleStore, type RuleStore } from "./rules/index.js";
+import { createRules, type RuleStore, type RulesService } from "./rules/index.js";
 import { createProxy, type Proxy } from "./proxy/index.js";
 import { Files, LocalFileStore } from "./files/index.js";
 import {
@@ -45,6 +45,7 @@ import {
   CredentialsBusyError,
   DeviceCredentials,
   SqliteThingStore,
+  ThingGroupsService,
   ThingRegistry,
   deviceSecretKey,
   registerCredentialMetrics,
@@ -74,6 +75,8 @@ export interface Services {
   readonly identity: Identity;
   readonly tokens: Tokens;
   readonly registry: ThingRegistry;
+  /** The thing-group operations with their access checks. */
+  readonly thingGroups: ThingGroupsService;
   readonly observations: ObservationStore;
   /** FIND and export reads of the observation table. */
   readonly observationReader: ObservationReader;
@@ -93,8 +96,10 @@ export interface Services {
   /** The durable outbox of triggered actions, and their dead letters. */
   readonly actions: Outbox;
   readonly events: EventStore;
-  /** Thing jobs and job documents (src/jobs). */
+  /** Thing jobs and job documents (src/jobs): the device side and the scheduler use them. */
   readonly jobs: ThingJobs;
+  /** The thing-job operations with their access checks. */
+  readonly thingJobs: JobsService;
   /**
    * Feeds SET_RESOURCE observations into the engine: the observations topic's producer when
    * `KAFKA_BROKERS` is set (every process), else this process's engine when it runs one.
@@ -179,6 +184,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     (id) => identity.domain(id) !== undefined,
     credentials,
   );
+  const thingGroups = new ThingGroupsService({ registry, identity });
   let publicUrl = config.DMS_PUBLIC_URL;
   const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
   const fileStore = new LocalFileStore({ db, dir: fileStoreDir(config.DMS_DATA_DIR), clock });
@@ -186,14 +192,12 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   // Built before provisioning so that the bus keeps it current from the first change on.
   const search = new SearchIndex({ identity, registry }, bus);
   const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
-  const ruleStore = new SqliteRuleStore(db, config.ruleIdPrefix);
-  // Followed from here on, so that the engine starts on every rule without asking the store.
-  const ruleCache = await RuleCache.open(ruleStore, bus);
-  const rules = new RulesService({
-    store: ruleStore,
+  const rules = await createRules({
+    db,
     bus,
     identity,
     registry,
+    idPrefix: config.ruleIdPrefix,
     allowPrivateWebhooks: config.DMS_WEBHOOK_ALLOW_PRIVATE,
   });
   const events = new SqliteEventStore(db, clock);
@@ -216,10 +220,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     signer,
     metrics: metrics.registry,
   });
-  const documents = new JobDocuments(db, signer, clock);
-  const jobs = new ThingJobs({ store: new SqliteJobStore(db), registry, bus, documents, clock, logger });
-  // On the bus, so that the MQTT bridge hears of jobs changed by the REST or scheduler process.
-  jobs.onPendingChanged((things) => bus.emit("jobs.pending", { things: [...things] }));
+  const { jobs, service: thingJobs } = createJobs({ db, bus, registry, identity, signer, clock, logger });
   const authenticate = authentication({ identity, tokens });
 
   // Triggered actions and SET_RESOURCE observations go round: the engine hands actions to the outbox,
@@ -253,7 +254,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
         clock,
         domainPath: (id) => identity.pathOf(id),
         sink: options.actionSink ?? actions,
-        loadRules: () => ruleCache.all(),
+        loadRules: () => rules.cache.all(),
       })
     : undefined;
   const ingest: ObservationIngest | undefined = observationsTopic?.ingest ?? engine?.ingest;
@@ -281,6 +282,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     identity,
     tokens,
     registry,
+    thingGroups,
     observations,
     observationReader,
     find,
@@ -289,11 +291,12 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     signer,
     files,
     search,
-    ruleStore,
-    rules,
+    ruleStore: rules.store,
+    rules: rules.service,
     actions,
     events,
     jobs,
+    thingJobs,
     ingest,
     engine,
     jobScheduler,
@@ -345,7 +348,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     }
     if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
     search.close();
-    ruleCache.close();
+    rules.cache.close();
     jobs.close();
     await find.close();
     relay?.stop();

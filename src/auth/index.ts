@@ -10,6 +10,7 @@ export {
 export {
   Principal,
   authorize,
+  authorizeChange,
   requireReadWrite,
   isGrant,
   expandGrant,

@@ -106,3 +106,17 @@ export function requireReadWrite(principal: Principal): void {
     throw new ApiError("NOT_AUTHORIZED", `User ${principal.userName} has role ${principal.role}: read-only`);
   }
 }
+
+/**
+ * An update that keeps the domain needs `<Resource>.UPDATE` there; one that
+ * moves the object needs DELETE on the old domain and CREATE on the new one,
+ * as rules do in the interface.
+ */
+export function authorizeChange(principal: Principal, resource: Resource, from: string, to: string): void {
+  if (from === to) {
+    authorize(principal, `${resource}.UPDATE`, from);
+    return;
+  }
+  authorize(principal, `${resource}.DELETE`, from);
+  authorize(principal, `${resource}.CREATE`, to);
+}

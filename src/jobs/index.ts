@@ -6,3 +6,11 @@ export { DeviceJobs, type DeviceMessage, type DeviceErrorCode } from "./device.j
 export { JobScheduler } from "./scheduler.js";
 export { jobsMigrations, FINISHED_SQL } from "./migrations.js";
 export * from "./types.js";
+export {
+  NewJobSchema,
+  ThingJobSchema,
+  ThingJobListItemSchema,
+  JobExecutionSchema,
+  JobExecutionSummaryItemSchema,
+} from "./schema.js";
+export { JobsService, createJobs, type JobRef, type Jobs, type JobsDeps } from "./service.js";

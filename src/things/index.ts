@@ -28,3 +28,4 @@ export {
   type CredentialWork,
 } from "./credentials.js";
 export { thingsMigrations } from "./migrations.js";
+export { ThingGroupsService, type ThingGroupsDeps, type NewThingGroup } from "./service.js";

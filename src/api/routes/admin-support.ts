@@ -1,4 +1,4 @@
-import { authorize, type Action, type Identity, type Principal, type Resource, type User } from "../../auth/index.js";
+import { authorize, type Action, type Identity, type Principal, type User } from "../../auth/index.js";
 import { notAuthorized, notFound } from "../../errors/index.js";
 import type { ThingRegistry, ThingType } from "../../things/index.js";
 
@@ -6,20 +6,6 @@ import type { ThingRegistry, ThingType } from "../../things/index.js";
 
 export function requireDomain(identity: Identity, id: string, property = "domain"): void {
   if (!identity.domain(id)) throw notFound("DOMAIN_NOT_FOUND", `Domain ${id}`, property);
-}
-
-/**
- * An update that keeps the domain needs `<Resource>.UPDATE` there; one that
- * moves the object needs DELETE on the old domain and CREATE on the new one,
- * as rules do in the interface.
- */
-export function authorizeChange(principal: Principal, resource: Resource, from: string, to: string): void {
-  if (from === to) {
-    authorize(principal, `${resource}.UPDATE`, from);
-    return;
-  }
-  authorize(principal, `${resource}.DELETE`, from);
-  authorize(principal, `${resource}.CREATE`, to);
 }
 
 /** The domains a user lives in: its home and every domain it holds privileges on. */

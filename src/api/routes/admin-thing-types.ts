@@ -1,10 +1,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { authorize, requireReadWrite, type Identity } from "../../auth/index.js";
+import { authorize, authorizeChange, requireReadWrite, type Identity } from "../../auth/index.js";
 import { notFound } from "../../errors/index.js";
 import { DATA_TYPES, RESOURCE_TYPES, type ThingType, type ThingRegistry } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
-import { authorizeChange, requireDomain } from "./admin-support.js";
+import { requireDomain } from "./admin-support.js";
 
 const ResourceSchema = z
   .object({

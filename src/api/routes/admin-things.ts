@@ -1,10 +1,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { authorize, requireReadWrite, type Identity, type Principal } from "../../auth/index.js";
+import { authorize, authorizeChange, requireReadWrite, type Identity, type Principal } from "../../auth/index.js";
 import { ApiError, invalid, notFound } from "../../errors/index.js";
 import type { Thing, ThingOutcome, ThingRegistry, ThingWrite } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
-import { authorizeChange, readableThingType, requireDomain } from "./admin-support.js";
+import { readableThingType, requireDomain } from "./admin-support.js";
 
 export const ThingSchema = z
   .object({

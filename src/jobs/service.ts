@@ -1,0 +1,184 @@
+import { authorize, requireReadWrite, type Identity, type Principal } from "../auth/index.js";
+import { ApiError, notAuthorized, notFound } from "../errors/index.js";
+import type { ThingRegistry } from "../things/index.js";
+import type { EventBus } from "../bus/index.js";
+import type { Logger } from "../observability/index.js";
+import type { UrlSigner } from "../signing/index.js";
+import type { Db } from "../store/index.js";
+import { JobDocuments, type UploadRequest, type UploadTicket } from "./documents.js";
+import { ThingJobs } from "./jobs.js";
+import type { JobRow } from "./store.js";
+import { SqliteJobStore } from "./sqlite-store.js";
+import type {
+  ExecutionStatus,
+  JobExecution,
+  JobExecutionSummaryItem,
+  JobStatus,
+  NewJob,
+  TargetSelection,
+  ThingJob,
+  ThingJobListItem,
+} from "./types.js";
+
+export interface JobsServiceDeps {
+  jobs: ThingJobs;
+  identity: Pick<Identity, "domain" | "domains">;
+  /** Thing groups, for LIST's `group` filter. */
+  registry: Pick<ThingRegistry, "group">;
+}
+
+/** What CANCEL and ASSOCIATE_TARGETS answer. */
+export interface JobRef {
+  jobId: string;
+  description: string;
+}
+
+/**
+ * The thing-job operations with their access rules, as the Rules area has them: a job belongs
+ * to the domain of its job document; reading it needs `ThingJobs.READ` there, changing it a
+ * ReadWrite role and `ThingJobs.UPDATE` or `.DELETE`; targets need read access to their domains.
+ */
+export class JobsService {
+  private readonly jobs: ThingJobs;
+  private readonly identity: JobsServiceDeps["identity"];
+  private readonly registry: JobsServiceDeps["registry"];
+
+  constructor(deps: JobsServiceDeps) {
+    this.jobs = deps.jobs;
+    this.identity = deps.identity;
+    this.registry = deps.registry;
+  }
+
+  /** GENERATE_UPLOAD_URL: a signed URL for one PUT of a job document of `domain`. */
+  uploadTicket(p: Principal, documentName: string, domain: string): UploadTicket {
+    requireReadWrite(p);
+    if (!this.identity.domain(domain))
+      throw new ApiError("NOT_AUTHORIZED_DOMAIN", `Domain ${domain} does not exist`, "domain");
+    authorize(p, "ThingJobs.CREATE", domain);
+    return this.jobs.documents.createTicket(documentName, domain);
+  }
+
+  /** The signed PUT of a job document: no principal, the URL's signature is the authority. */
+  upload(request: UploadRequest): Promise<void> {
+    return this.jobs.documents.upload(request);
+  }
+
+  create(p: Principal, body: NewJob): ThingJob {
+    requireReadWrite(p);
+    authorize(p, "ThingJobs.CREATE", body.domain);
+    authorize(p, "ThingJobs.READ", body.domain);
+    if (body.targets.groups?.length) authorize(p, "ThingGroups.READ", body.domain);
+    if (body.targets.things?.length) authorize(p, "Things.READ", body.domain);
+    return this.jobs.create(body, {
+      thing: (d) => p.can("Things.READ", d),
+      group: (d) => p.can("ThingGroups.READ", d),
+    });
+  }
+
+  cancel(p: Principal, jobId: string, comment: string | undefined): JobRef {
+    const job = this.job(p, jobId, "UPDATE");
+    this.jobs.cancel(job.job_id, comment);
+    return { jobId: job.job_id, description: job.description };
+  }
+
+  describe(p: Principal, jobId: string): ThingJob {
+    return this.jobs.describe(this.job(p, jobId, "READ").job_id);
+  }
+
+  /** The jobs of every domain where the caller holds `ThingJobs.READ`, newest first. */
+  list(
+    p: Principal,
+    query: {
+      status?: JobStatus | undefined;
+      targetSelection?: TargetSelection | undefined;
+      group?: string | undefined;
+    },
+  ): ThingJobListItem[] {
+    const readable = new Set(
+      this.identity
+        .domains()
+        .filter((d) => p.can("ThingJobs.READ", d.id))
+        .map((d) => d.id),
+    );
+    if (readable.size === 0) throw notAuthorized(`User ${p.userName} holds ThingJobs.READ on no domain`);
+    let groupId: string | undefined;
+    if (query.group !== undefined) {
+      const group = this.registry.group(query.group);
+      if (!group) throw notFound("THING_GROUP_NOT_FOUND", `Thing group ${query.group}`, "group");
+      authorize(p, "ThingGroups.READ", group.domain);
+      groupId = group.id;
+    }
+    return this.jobs.list(readable, { status: query.status, targetSelection: query.targetSelection, groupId });
+  }
+
+  executions(p: Principal, jobId: string, status: ExecutionStatus | undefined): JobExecutionSummaryItem[] {
+    return this.jobs.executions(this.job(p, jobId, "READ").job_id, status);
+  }
+
+  /** ASSOCIATE_TARGETS_WITH_JOB: thing groups the caller may read join a CONTINUOUS job. */
+  associate(p: Principal, jobId: string, groups: string[], comment: string | undefined): JobRef {
+    const job = this.job(p, jobId, "UPDATE");
+    this.jobs.associate(job.job_id, groups, comment, (d) => p.can("ThingGroups.READ", d));
+    return { jobId: job.job_id, description: job.description };
+  }
+
+  execution(p: Principal, jobId: string, thingName: string, executionNumber: number | undefined): JobExecution {
+    return this.jobs.execution(this.job(p, jobId, "READ").job_id, thingName, executionNumber);
+  }
+
+  cancelExecution(
+    p: Principal,
+    jobId: string,
+    thingName: string,
+    force: boolean,
+    expectedVersion: number | undefined,
+  ): void {
+    this.jobs.cancelExecution(this.job(p, jobId, "UPDATE").job_id, thingName, force, expectedVersion);
+  }
+
+  deleteExecution(p: Principal, jobId: string, thingName: string, executionNumber: number, force: boolean): void {
+    this.jobs.deleteExecution(this.job(p, jobId, "DELETE").job_id, thingName, executionNumber, force);
+  }
+
+  delete(p: Principal, jobId: string, force: boolean): void {
+    this.jobs.delete(this.job(p, jobId, "DELETE").job_id, force);
+  }
+
+  /** GET_JOB_DOCUMENT of a job the caller may read. */
+  document(p: Principal, jobId: string): unknown {
+    return this.jobs.documentOf(this.job(p, jobId, "READ").job_id);
+  }
+
+  /** The job, after the caller's privilege on its domain (the domain of its job document). */
+  private job(p: Principal, jobId: string, privilege: "READ" | "UPDATE" | "DELETE"): JobRow {
+    const job = this.jobs.requireJob(jobId);
+    if (privilege !== "READ") requireReadWrite(p);
+    authorize(p, `ThingJobs.${privilege}`, job.domain);
+    return job;
+  }
+}
+
+export interface JobsDeps {
+  db: Db;
+  bus: EventBus;
+  registry: ThingRegistry;
+  identity: Pick<Identity, "domain" | "domains">;
+  /** Signs the job documents' upload URLs. */
+  signer: UrlSigner;
+  clock: () => number;
+  logger: Logger;
+}
+
+/** The jobs capability: the jobs with their documents (the device side and the scheduler use them) and the operations. */
+export interface Jobs {
+  jobs: ThingJobs;
+  service: JobsService;
+}
+
+export function createJobs({ db, bus, registry, identity, signer, clock, logger }: JobsDeps): Jobs {
+  const documents = new JobDocuments(db, signer, clock);
+  const jobs = new ThingJobs({ store: new SqliteJobStore(db), registry, bus, documents, clock, logger });
+  // On the bus, so that the MQTT bridge hears of jobs changed by the REST or scheduler process.
+  jobs.onPendingChanged((things) => bus.emit("jobs.pending", { things: [...things] }));
+  return { jobs, service: new JobsService({ jobs, identity, registry }) };
+}
