@@ -23,10 +23,14 @@ export function machine(): string {
   return `${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; load average ${one!.toFixed(1)} (1 min), ${five!.toFixed(1)} (5 min)`;
 }
 
-/** Forks a bench/fleet child script (tsx) and hands it `env`. */
+/**
+ * Forks a bench/fleet child script (tsx) and hands it `env`. With `BENCH_CPU_PROF=<dir>` the dms
+ * processes (service.ts) write a CPU profile there when they exit (open it in Chrome's DevTools).
+ */
 export function child(script: string, env: Record<string, string> = {}): ChildProcess {
+  const profile = process.env.BENCH_CPU_PROF && script === "service.ts" ? process.env.BENCH_CPU_PROF : undefined;
   return fork(join(here, script), [], {
-    execArgv: ["--import", "tsx"],
+    execArgv: ["--import", "tsx", ...(profile ? ["--cpu-prof", "--cpu-prof-dir", profile] : [])],
     env: { ...process.env, ...env },
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
