@@ -42,6 +42,8 @@ async function run(url: string, devices: Device[]): Promise<void> {
           ...(d.password ? { username: d.clientId, password: d.password } : {}),
           reconnectPeriod: 0,
           keepalive: 600,
+          // A busy machine takes long to connect a thousand: waited for, as the connect storm does.
+          connectTimeout: 300_000,
         }),
       ),
     );
