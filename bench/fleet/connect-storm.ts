@@ -5,13 +5,12 @@
  * secret), alternating within one run. The time is from the first client
  * process starting to connect to the last CONNACK, over all processes.
  */
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mqtt from "mqtt";
 import { generateDeviceSecret } from "../../src/things/index.js";
-import { child, median, progress, request, serviceEnv, stop, writeProvision } from "./support.js";
+import { child, median, progress, request, serviceEnv, stop, provisionDevices } from "./support.js";
 
 const MOSQUITTO = "mqtt://127.0.0.1:1883";
 
@@ -83,14 +82,7 @@ async function refused(url: string, clientId: string, password: string): Promise
 
 export async function connectStormSection(count: number, processes: number, rounds: number): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "dms-bench-storm-"));
-  const tag = randomBytes(3).toString("hex");
-  const things = Array.from({ length: count }, (_, i) => ({
-    thingName: `storm-${tag}-${i}`,
-    thingType: "sensor",
-    domain: "fleet",
-    secret: generateDeviceSecret(),
-  }));
-  writeProvision(join(dir, "provision.json"), things);
+  const things = provisionDevices(join(dir, "provision.json"), "storm", count);
   const service = child("service.ts", serviceEnv(join(dir, "data"), join(dir, "provision.json"), "api,mqtt"));
   const clients = Array.from({ length: processes }, () => child("devices.ts"));
   try {

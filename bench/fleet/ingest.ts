@@ -10,13 +10,11 @@
  * the rates move with the machine's other load, the CPU per observation much less.
  */
 import { execFileSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mqtt from "mqtt";
-import { generateDeviceSecret } from "../../src/things/index.js";
-import { child, median, progress, request, serviceEnv, stop, writeProvision } from "./support.js";
+import { child, median, progress, request, serviceEnv, stop, provisionDevices } from "./support.js";
 
 const MOSQUITTO = "mqtt://127.0.0.1:1883";
 /** Seconds between all devices connected and the start of counting. */
@@ -171,14 +169,7 @@ export async function ingestSection(
   rounds: number,
 ): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "dms-bench-ingest-"));
-  const tag = randomBytes(3).toString("hex");
-  const things = Array.from({ length: count }, (_, i) => ({
-    thingName: `ingest-${tag}-${i}`,
-    thingType: "sensor",
-    domain: "fleet",
-    secret: generateDeviceSecret(),
-  }));
-  writeProvision(join(dir, "provision.json"), things);
+  const things = provisionDevices(join(dir, "provision.json"), "ingest", count);
   const authenticated: Device[] = things.map((t) => ({ clientId: t.thingName, password: t.secret }));
   // Mosquitto takes anyone: the same things, without their secrets.
   const anonymous: Device[] = things.map((t) => ({ clientId: t.thingName }));

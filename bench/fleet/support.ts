@@ -1,9 +1,11 @@
 /** What the sections of bench/fleet share: the service and client processes, and the report header. */
 import { fork, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { generateDeviceSecret } from "../../src/things/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const API_KEY = "bench-fleet-key-0001";
@@ -69,6 +71,23 @@ export interface ThingEntry {
   domain: string;
   serial?: string;
   secret?: string;
+}
+
+/**
+ * `count` devices named `<prefix>-<random tag>-<i>` (unique per run, so Mosquitto's sessions of an
+ * earlier run never meet them), each with a generated secret, provisioned into `file`.
+ */
+export function provisionDevices(file: string, prefix: string, count: number): Required<ThingEntry>[] {
+  const tag = randomBytes(3).toString("hex");
+  const things = Array.from({ length: count }, (_, i) => ({
+    thingName: `${prefix}-${tag}-${i}`,
+    thingType: "sensor",
+    domain: "fleet",
+    serial: `SN-${i}`,
+    secret: generateDeviceSecret(),
+  }));
+  writeProvision(file, things);
+  return things;
 }
 
 /** A provisioning file: one domain, one thing type, `things`. */
