@@ -5,13 +5,12 @@
  * secret), alternating within one run. The time is from the first client
  * process starting to connect to the last CONNACK, over all processes.
  */
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mqtt from "mqtt";
 import { generateDeviceSecret } from "../../src/things/index.js";
-import { child, median, progress, request, serviceEnv, stop, writeProvision } from "./support.js";
+import { child, median, progress, request, serviceEnv, stop, provisionDevices } from "./support.js";
 
 const MOSQUITTO = "mqtt://127.0.0.1:1883";
 
@@ -45,7 +44,20 @@ async function storm(
       request(c, { cmd: "prepare", url, devices: devices.slice(i * share, (i + 1) * share) }, "prepared"),
     ),
   );
+  // Each client process tells how far it got every few seconds: the storm's progress, summed.
+  const sofar = new Map<(typeof clients)[number], { connected: number; retries: number }>();
+  const onProgress = (c: (typeof clients)[number]) => (m: { cmd: string; connected: number; retries: number }) => {
+    if (m.cmd !== "progress") return;
+    sofar.set(c, m);
+    if (sofar.size < clients.length) return;
+    const sum = (k: "connected" | "retries") => [...sofar.values()].reduce((a, p) => a + p[k], 0);
+    progress(`${broker}: ${sum("connected")} of ${devices.length} connected so far (${sum("retries")} retries)`);
+    sofar.clear();
+  };
+  const listeners = clients.map((c) => [c, onProgress(c)] as const);
+  for (const [c, l] of listeners) c.on("message", l);
   const results = await Promise.all(clients.map((c) => request<Connected>(c, { cmd: "go" }, "connected")));
+  for (const [c, l] of listeners) c.off("message", l);
   const ms = Math.max(...results.map((r) => r.doneAt)) - Math.min(...results.map((r) => r.startedAt));
   const total = (k: "connected" | "failed" | "retries") => results.reduce((a, r) => a + r[k], 0);
   await Promise.all(clients.map((c) => request(c, { cmd: "close" }, "closed")));
@@ -70,14 +82,7 @@ async function refused(url: string, clientId: string, password: string): Promise
 
 export async function connectStormSection(count: number, processes: number, rounds: number): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "dms-bench-storm-"));
-  const tag = randomBytes(3).toString("hex");
-  const things = Array.from({ length: count }, (_, i) => ({
-    thingName: `storm-${tag}-${i}`,
-    thingType: "sensor",
-    domain: "fleet",
-    secret: generateDeviceSecret(),
-  }));
-  writeProvision(join(dir, "provision.json"), things);
+  const things = provisionDevices(join(dir, "provision.json"), "storm", count);
   const service = child("service.ts", serviceEnv(join(dir, "data"), join(dir, "provision.json"), "api,mqtt"));
   const clients = Array.from({ length: processes }, () => child("devices.ts"));
   try {

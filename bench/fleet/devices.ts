@@ -4,7 +4,8 @@
  * `mqtt` package, so that the clients are not what is measured.
  * Messages: {cmd: "prepare", url, devices: [{clientId, password?}]} → "prepared";
  * {cmd: "go"} → {cmd: "connected", startedAt, doneAt, connected, failed, retries}
- * (wall-clock ms, comparable across processes); {cmd: "close"} → "closed".
+ * (wall-clock ms, comparable across processes), and {cmd: "progress", connected, retries} every
+ * few seconds meanwhile; {cmd: "close"} → "closed".
  */
 import mqtt, { type MqttClient } from "mqtt";
 
@@ -13,6 +14,7 @@ interface Device {
   password?: string;
 }
 
+const PROGRESS_MS = 5000;
 let url = "";
 let devices: Device[] = [];
 const clients: MqttClient[] = [];
@@ -50,7 +52,10 @@ process.on("message", (m: { cmd: string; url?: string; devices?: Device[] }) => 
   } else if (m.cmd === "go") {
     const stats = { retries: 0 };
     const startedAt = Date.now();
+    // A storm under load takes minutes: how far it got, every few seconds.
+    const ticker = setInterval(() => send({ cmd: "progress", connected: clients.length, ...stats }), PROGRESS_MS);
     void Promise.all(devices.map((d) => connect(d, stats))).then((results) => {
+      clearInterval(ticker);
       const connected = results.filter(Boolean).length;
       send({
         cmd: "connected",

@@ -4,20 +4,26 @@
  * (`fleet-<section>`), so that sections run alone or together:
  *
  *   npx tsx bench/fleet/index.ts [--only provisioning,connect-storm] [--things 100000]
- *     [--devices 10000] [--client-processes 4] [--rounds 2]
+ *     [--devices 10000] [--client-processes 4] [--rounds 2] [--publishers 1000] [--seconds 10]
+ *     [--old 1000000]
  *
  * To add a section: a file exporting an async function that answers its
  * Markdown, and one entry in SECTIONS.
  */
 import { writeSection } from "../results.js";
 import { connectStormSection } from "./connect-storm.js";
+import { ingestSection } from "./ingest.js";
 import { provisioningSection } from "./provisioning.js";
+import { retentionSection } from "./retention.js";
 import { argument, machine } from "./support.js";
 
 const THINGS = Number(argument("--things") ?? 100_000);
 const DEVICES = Number(argument("--devices") ?? 10_000);
 const CLIENT_PROCESSES = Number(argument("--client-processes") ?? 4);
 const ROUNDS = Number(argument("--rounds") ?? 2);
+const PUBLISHERS = Number(argument("--publishers") ?? 1000);
+const SECONDS = Number(argument("--seconds") ?? 10);
+const OLD = Number(argument("--old") ?? 1_000_000);
 
 interface Section {
   name: string;
@@ -39,6 +45,18 @@ const SECTIONS: Section[] = [
     title: `a connect storm of ${DEVICES.toLocaleString("en")} devices, dms against Mosquitto`,
     flags: `--only connect-storm --devices ${DEVICES} --client-processes ${CLIENT_PROCESSES} --rounds ${ROUNDS}`,
     run: () => connectStormSection(DEVICES, CLIENT_PROCESSES, ROUNDS),
+  },
+  {
+    name: "ingest",
+    title: `MQTT ingest of ${PUBLISHERS.toLocaleString("en")} devices publishing QoS 1, dms against Mosquitto's relay`,
+    flags: `--only ingest --publishers ${PUBLISHERS} --client-processes ${CLIENT_PROCESSES} --seconds ${SECONDS} --rounds ${ROUNDS}`,
+    run: () => ingestSection(PUBLISHERS, CLIENT_PROCESSES, SECONDS, ROUNDS),
+  },
+  {
+    name: "retention",
+    title: "engine rate with retention deletion running, and disk per million observations",
+    flags: `--only retention --old ${OLD} --seconds ${SECONDS} --rounds ${ROUNDS}`,
+    run: () => retentionSection(OLD, SECONDS, ROUNDS),
   },
 ];
 

@@ -1,135 +1,223 @@
 /**
- * bench/fleet ingest: 1,000 devices publishing QoS 1 observations, one in flight each, from child
- * processes. Same clients, same run: (a) to Mosquitto with one plain subscriber counting what it
- * relays, (b) to dms's embedded broker, counting observations stored and evaluated. Ratio b/a.
- *   npx tsx bench/fleet/ingest.ts [devices=1000] [seconds=10]
+ * bench/fleet, MQTT ingest: N devices publishing QoS 1 observations, one in flight each, from
+ * several client processes. Same clients, same run, the order rotated each round:
+ *  - Mosquitto (127.0.0.1:1883) relaying to one plain subscriber, which counts;
+ *  - dms's embedded broker (devices authenticated with generated secrets): observations stored and
+ *    evaluated, each PUBACK after the group commit holding it;
+ *  - dms reading Mosquitto through `MQTT_URL`: observations stored and evaluated.
+ * Each dms is a process of its own (roles engine,mqtt, no Kafka), counted from its store. Beside
+ * the rates, the CPU time each side spent per observation (clients, broker, subscriber or dms):
+ * the rates move with the machine's other load, the CPU per observation much less.
  */
-import { fork, type ChildProcess } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { cpus, loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import mqtt from "mqtt";
-import { loadConfig } from "../../src/config/index.js";
-import { startDms } from "../../src/service.js";
-import { writeSection } from "../results.js";
+import { child, median, progress, request, serviceEnv, stop, provisionDevices } from "./support.js";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const DEVICES = Number(process.argv[2] ?? 1000);
-const SECONDS = Number(process.argv[3] ?? 10);
-const CHILDREN = 2;
-const names = Array.from({ length: DEVICES }, (_, i) => `bench-dev-${i}`);
+const MOSQUITTO = "mqtt://127.0.0.1:1883";
+/** Seconds between all devices connected and the start of counting. */
+const WARM_UP_S = 2;
 
-/** Runs the publishers against `url` for SECONDS after all connected; `count()` is read at start and end. */
-async function phase(url: string, count: () => number): Promise<number> {
-  const children: ChildProcess[] = [];
-  const per = Math.ceil(DEVICES / CHILDREN);
-  const connected: Promise<void>[] = [];
-  for (let c = 0; c < CHILDREN; c++) {
-    const child = fork(join(here, "publishers.ts"), [], { execArgv: ["--import", "tsx"], stdio: "inherit" });
-    children.push(child);
-    connected.push(new Promise((resolve) => child.once("message", () => resolve())));
-    child.send({ cmd: "run", url, names: names.slice(c * per, (c + 1) * per), password: "bench-secret-0123456789" });
-  }
-  await Promise.all(connected);
-  await new Promise((r) => setTimeout(r, 2000)); // warm-up
-  const from = count();
-  const t0 = performance.now();
-  for (let s = 0; s < SECONDS; s++) {
-    await new Promise((r) => setTimeout(r, 1000));
-    console.log(`  ${s + 1}/${SECONDS} s: ${Math.round((count() - from) / ((performance.now() - t0) / 1000))}/s`);
-  }
-  const rate = (count() - from) / ((performance.now() - t0) / 1000);
-  await Promise.all(
-    children.map(
-      (ch) => new Promise<void>((resolve) => (ch.once("message", () => resolve()), ch.send({ cmd: "stop" }))),
-    ),
-  );
-  for (const ch of children) ch.kill();
-  return rate;
+type Device = { clientId: string; password?: string };
+type Side = "mosquitto" | "dms embedded" | "dms via MQTT_URL";
+
+/** A point in a phase: what was counted so far and the CPU time (ms) each party used so far. */
+interface Reading {
+  count: number;
+  acknowledged: number;
+  cpu: { clients: number; mosquitto: number; receiver: number };
 }
 
-async function mosquittoRate(): Promise<number> {
-  const sub = await mqtt.connectAsync("mqtt://127.0.0.1:1883", { clientId: `bench-sub-${process.pid}` });
+interface Phase {
+  side: Side;
+  round: number;
+  /** Counted where it ends: the subscriber's messages, or the observations dms stored and evaluated. */
+  rate: number;
+  /** PUBACKs the devices received, per second. */
+  acknowledged: number;
+  /** CPU µs per counted observation: the device clients, Mosquitto, the receiver (subscriber or dms). */
+  cpuUs: Reading["cpu"];
+}
+
+/** Mosquitto's CPU time (ms) from /proc; 0 when it cannot be read (not Linux, another user's process). */
+function mosquittoCpuMs(): number {
+  try {
+    const pid = execFileSync("pidof", ["mosquitto"], { encoding: "utf8" }).trim().split(" ")[0];
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    // utime and stime (fields 14 and 15 of stat, 12 and 13 after the command) in clock ticks of 10 ms.
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Runs the devices against `url` for `seconds` after all connected and a warm-up. `receiver` answers
+ * what was counted and the receiver's CPU time (ms) so far; it is read each second.
+ */
+async function publish(
+  label: string,
+  url: string,
+  devices: Device[],
+  clients: ReturnType<typeof child>[],
+  seconds: number,
+  receiver: () => Promise<{ count: number; cpuMs: number }>,
+): Promise<Omit<Phase, "side" | "round">> {
+  const share = Math.ceil(devices.length / clients.length);
+  await Promise.all(
+    clients.map((c, i) =>
+      request(c, { cmd: "run", url, devices: devices.slice(i * share, (i + 1) * share) }, "connected"),
+    ),
+  );
+  const read = async (): Promise<Reading> => {
+    const [counts, received] = await Promise.all([
+      Promise.all(clients.map((c) => request<{ acknowledged: number; cpuMs: number }>(c, { cmd: "count" }, "count"))),
+      receiver(),
+    ]);
+    return {
+      count: received.count,
+      acknowledged: counts.reduce((a, r) => a + r.acknowledged, 0),
+      cpu: {
+        clients: counts.reduce((a, r) => a + r.cpuMs, 0),
+        mosquitto: mosquittoCpuMs(),
+        receiver: received.cpuMs,
+      },
+    };
+  };
+  await new Promise((r) => setTimeout(r, WARM_UP_S * 1000));
+  const from = await read();
+  const t0 = performance.now();
+  let last = from.count;
+  for (let s = 1; s <= seconds; s++) {
+    await new Promise((r) => setTimeout(r, t0 + s * 1000 - performance.now()));
+    const { count } = await receiver();
+    progress(`${label}: ${s}/${seconds} s, ${count - last}/s (mean ${Math.round((count - from.count) / s)}/s)`);
+    last = count;
+  }
+  const to = await read();
+  const elapsed = (performance.now() - t0) / 1000;
+  await Promise.all(clients.map((c) => request(c, { cmd: "close" }, "closed")));
+  const n = Math.max(1, to.count - from.count);
+  const perObservation = (k: keyof Reading["cpu"]) => ((to.cpu[k] - from.cpu[k]) * 1000) / n;
+  return {
+    rate: (to.count - from.count) / elapsed,
+    acknowledged: (to.acknowledged - from.acknowledged) / elapsed,
+    cpuUs: {
+      clients: perObservation("clients"),
+      mosquitto: perObservation("mosquitto"),
+      receiver: perObservation("receiver"),
+    },
+  };
+}
+
+async function mosquittoPhase(
+  devices: Device[],
+  clients: ReturnType<typeof child>[],
+  seconds: number,
+  round: number,
+): Promise<Phase> {
+  const sub = await mqtt.connectAsync(MOSQUITTO, { clientId: `bench-sub-${process.pid}`, reconnectPeriod: 0 });
   let received = 0;
   sub.on("message", () => received++);
   await sub.subscribeAsync("things/+/observations", { qos: 0 });
-  const rate = await phase("mqtt://127.0.0.1:1883", () => received);
-  await sub.endAsync(true);
-  return rate;
-}
-
-async function dmsRate(): Promise<number> {
-  const dataDir = mkdtempSync(join(tmpdir(), "dms-bench-fleet-"));
-  const provision = join(dataDir, "provision.json");
-  writeFileSync(
-    provision,
-    JSON.stringify({
-      domains: [{ id: "root" }, { id: "fleet", parent: "root" }],
-      thingTypes: [
-        { id: "sensor", domain: "fleet", resources: [{ name: "temp", dataType: "long", resourceType: "thing" }] },
-      ],
-      things: names.map((thingName) => ({
-        thingName,
-        thingType: "sensor",
-        domain: "fleet",
-        secret: "bench-secret-0123456789",
-      })),
-    }),
-  );
-  const dms = await startDms(
-    loadConfig({
-      DMS_DATA_DIR: dataDir,
-      DMS_PROVISION: provision,
-      DMS_ROLES: "engine,mqtt",
-      DMS_MQTT_PORT: "0",
-      DMS_HTTP_HOST: "127.0.0.1",
-      DMS_LOG_LEVEL: "warn",
-    }),
-  );
-  const stored = dms.services.db.prepare<[], { n: number }>("SELECT max(id) AS n FROM observations");
+  // The subscriber runs in this process, which does little else meanwhile: its CPU is the subscriber's.
+  const cpuMs = (): number => {
+    const { user, system } = process.cpuUsage();
+    return (user + system) / 1000;
+  };
   try {
-    return await phase(`mqtt://127.0.0.1:${dms.services.deviceBridge!.port}`, () => stored.get()!.n ?? 0);
+    const label = `Mosquitto → subscriber, round ${round}`;
+    const r = await publish(label, MOSQUITTO, devices, clients, seconds, async () => ({
+      count: received,
+      cpuMs: cpuMs(),
+    }));
+    return { side: "mosquitto", round, ...r };
   } finally {
-    await dms.close();
+    await sub.endAsync(true);
   }
 }
 
-export async function benchIngest(): Promise<{ mosquitto: number; dms: number; ratio: number }> {
-  const load = loadavg()[0]!.toFixed(1);
-  console.log(`bench/fleet ingest: ${DEVICES} devices, QoS 1, one in flight each, ${SECONDS} s per side`);
-  console.log("Mosquitto → one subscriber:");
-  const mosquitto = await mosquittoRate();
-  console.log("dms embedded broker → stored and evaluated:");
-  const dms = await dmsRate();
-  const ratio = dms / mosquitto;
-  const machine = `${cpus().length} cores (${cpus()[0]?.model ?? "?"}), load ${load} at start; devices in ${CHILDREN} child processes, broker and dms each one Node/C process on the same cores`;
-  console.log(`mosquitto ${Math.round(mosquitto)}/s, dms ${Math.round(dms)}/s, ratio ${ratio.toFixed(2)}\n${machine}`);
-  writeSection(
-    "fleet-ingest",
-    `## bench/fleet ingest (${new Date().toISOString().slice(0, 10)})
-
-\`npx tsx bench/fleet/ingest.ts ${DEVICES} ${SECONDS}\` — ${DEVICES} devices publishing QoS 1 observations, one in flight each,
-from ${CHILDREN} child processes; the same clients against Mosquitto (one plain subscriber counting) and against dms's embedded
-broker (observations stored and evaluated, PUBACK after the group commit), same run.
-
-| side | observations/s |
-| --- | ---: |
-| Mosquitto → 1 subscriber | ${Math.round(mosquitto)} |
-| dms embedded broker, stored + evaluated | ${Math.round(dms)} |
-| **ratio dms / Mosquitto** | **${ratio.toFixed(2)}** (target ≥ 0.8) |
-
-Machine: ${machine}.`,
-  );
-  return { mosquitto, dms, ratio };
+async function dmsPhase(
+  side: Side,
+  env: Record<string, string>,
+  devices: Device[],
+  clients: ReturnType<typeof child>[],
+  seconds: number,
+  round: number,
+): Promise<Phase> {
+  const service = child("service.ts", env);
+  try {
+    const { mqttPort } = await request<{ mqttPort: number }>(service, undefined, "started");
+    const url = env.MQTT_URL ?? `mqtt://127.0.0.1:${mqttPort}`;
+    const receiver = async () => {
+      const r = await request<{ observations: number; cpuMs: number }>(service, { cmd: "count" }, "count");
+      return { count: r.observations, cpuMs: r.cpuMs };
+    };
+    const r = await publish(`${side}, round ${round}`, url, devices, clients, seconds, receiver);
+    return { side, round, ...r };
+  } finally {
+    await stop(service);
+  }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  benchIngest().then(
-    () => process.exit(0),
-    (err: unknown) => {
-      console.error(err);
-      process.exit(1);
-    },
-  );
+export async function ingestSection(
+  count: number,
+  processes: number,
+  seconds: number,
+  rounds: number,
+): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "dms-bench-ingest-"));
+  const things = provisionDevices(join(dir, "provision.json"), "ingest", count);
+  const authenticated: Device[] = things.map((t) => ({ clientId: t.thingName, password: t.secret }));
+  // Mosquitto takes anyone: the same things, without their secrets.
+  const anonymous: Device[] = things.map((t) => ({ clientId: t.thingName }));
+  const env = (name: string, extra: Record<string, string> = {}) => ({
+    ...serviceEnv(mkdtempSync(join(dir, `${name}-`)), join(dir, "provision.json"), "engine,mqtt"),
+    ...extra,
+  });
+  const clients = Array.from({ length: processes }, () => child("publishers.ts"));
+  const phases: Phase[] = [];
+  try {
+    for (let round = 1; round <= rounds; round++) {
+      const sides: (() => Promise<Phase>)[] = [
+        () => mosquittoPhase(anonymous, clients, seconds, round),
+        () => dmsPhase("dms embedded", env("embedded"), authenticated, clients, seconds, round),
+        () =>
+          dmsPhase("dms via MQTT_URL", env("external", { MQTT_URL: MOSQUITTO }), anonymous, clients, seconds, round),
+      ];
+      // Rotated each round, so that no side always meets a warmer or busier machine.
+      for (let i = 0; i < sides.length; i++) phases.push(await sides[(i + round - 1) % sides.length]!());
+    }
+    return report(phases, count, processes, seconds);
+  } finally {
+    for (const c of clients) if (c.exitCode === null) c.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function report(phases: Phase[], count: number, processes: number, seconds: number): string {
+  const ratios = (side: Side): number[] =>
+    phases
+      .filter((p) => p.side === side)
+      .map((p) => p.rate / phases.find((m) => m.side === "mosquitto" && m.round === p.round)!.rate);
+  const line = (side: Side): string => {
+    const r = ratios(side);
+    return `- ${side} / Mosquitto's relay, per round: ${r.map((x) => x.toFixed(2)).join(", ")}; median **${median(r).toFixed(2)}** (target ≥ 0.8)`;
+  };
+  const us = (x: number): string => x.toFixed(0);
+  return [
+    `${count} devices publishing QoS 1 observations, one in flight each, from ${processes} client processes (mqtt.js), ${seconds} s counted per phase after a ${WARM_UP_S} s warm-up; each dms a process of its own (roles engine,mqtt, SQLite on the data dir, no Kafka). The clients, Mosquitto and dms share the machine's cores with each other and with whatever else runs (see the load average). "Rate" is what the subscriber received (Mosquitto) or what dms stored and evaluated; "acknowledged" the PUBACKs the devices got; CPU µs per observation of each party (the receiver: the subscriber, or dms).`,
+    "",
+    "| side | round | rate (observations/s) | acknowledged/s | CPU µs/obs: clients | Mosquitto | receiver |",
+    "|---|---:|---:|---:|---:|---:|---:|",
+    ...phases.map(
+      (p) =>
+        `| ${p.side} | ${p.round} | ${Math.round(p.rate).toLocaleString("en")} | ${Math.round(p.acknowledged).toLocaleString("en")} | ${us(p.cpuUs.clients)} | ${us(p.cpuUs.mosquitto)} | ${us(p.cpuUs.receiver)} |`,
+    ),
+    "",
+    line("dms embedded"),
+    line("dms via MQTT_URL"),
+  ].join("\n");
 }

@@ -3,7 +3,9 @@
  * bookkeeping never share its event loop. Environment: the dms configuration.
  * Reports {cmd: "listening", ms, url} when /healthz can answer, {cmd: "started",
  * ms, mqttPort, work} when /readyz turns 200 (ms since its own start), then
- * waits for {cmd: "stop"}.
+ * answers {cmd: "count"} with {cmd: "count", observations, cpuMs}
+ * (stored and evaluated; CPU time used)
+ * and waits for {cmd: "stop"}.
  */
 import { loadConfig } from "../../src/config/index.js";
 import { startDms } from "../../src/service.js";
@@ -23,7 +25,13 @@ send({
   ready: dms.services.readiness.status().ready,
   work: dms.services.registry.credentials.work,
 });
+// Observations stored and evaluated so far (ids only grow): what bench/fleet's ingest counts.
+const stored = dms.services.db.prepare<[], { n: number | null }>("SELECT max(id) AS n FROM observations");
 process.on("message", (m: { cmd: string }) => {
+  if (m.cmd === "count") {
+    const { user, system } = process.cpuUsage();
+    send({ cmd: "count", observations: stored.get()?.n ?? 0, cpuMs: (user + system) / 1000 });
+  }
   if (m.cmd === "stop") {
     dms.close().then(
       () => process.exit(0),

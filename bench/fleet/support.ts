@@ -1,9 +1,11 @@
 /** What the sections of bench/fleet share: the service and client processes, and the report header. */
 import { fork, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { generateDeviceSecret } from "../../src/things/index.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const API_KEY = "bench-fleet-key-0001";
@@ -23,10 +25,14 @@ export function machine(): string {
   return `${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; load average ${one!.toFixed(1)} (1 min), ${five!.toFixed(1)} (5 min)`;
 }
 
-/** Forks a bench/fleet child script (tsx) and hands it `env`. */
+/**
+ * Forks a bench/fleet child script (tsx) and hands it `env`. With `BENCH_CPU_PROF=<dir>` the dms
+ * processes (service.ts) write a CPU profile there when they exit (open it in Chrome's DevTools).
+ */
 export function child(script: string, env: Record<string, string> = {}): ChildProcess {
+  const profile = process.env.BENCH_CPU_PROF && script === "service.ts" ? process.env.BENCH_CPU_PROF : undefined;
   return fork(join(here, script), [], {
-    execArgv: ["--import", "tsx"],
+    execArgv: ["--import", "tsx", ...(profile ? ["--cpu-prof", "--cpu-prof-dir", profile] : [])],
     env: { ...process.env, ...env },
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
@@ -65,6 +71,23 @@ export interface ThingEntry {
   domain: string;
   serial?: string;
   secret?: string;
+}
+
+/**
+ * `count` devices named `<prefix>-<random tag>-<i>` (unique per run, so Mosquitto's sessions of an
+ * earlier run never meet them), each with a generated secret, provisioned into `file`.
+ */
+export function provisionDevices(file: string, prefix: string, count: number): Required<ThingEntry>[] {
+  const tag = randomBytes(3).toString("hex");
+  const things = Array.from({ length: count }, (_, i) => ({
+    thingName: `${prefix}-${tag}-${i}`,
+    thingType: "sensor",
+    domain: "fleet",
+    serial: `SN-${i}`,
+    secret: generateDeviceSecret(),
+  }));
+  writeProvision(file, things);
+  return things;
 }
 
 /** A provisioning file: one domain, one thing type, `things`. */

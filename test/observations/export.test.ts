@@ -388,11 +388,16 @@ describe("export jobs", () => {
       (s) => s === "RUNNING",
       20_000,
     );
+    // A long export reports how far it got: the rows written so far, in /metrics.
+    const runningRows = async (): Promise<number> =>
+      Number(/^dms_export_running_rows (\d+)$/m.exec(await (await fetch(`${t.url}/metrics`)).text())?.[1]);
+    await until(runningRows, (n) => n > 0 && n < big, 20_000);
     const res = await call("POST", `/observations/export/executions/${id}`);
     const cancelled = await json(res);
     expect(cancelled).toMatchObject({ id, jobId: job.id, status: "CANCELLED" });
     expect(cancelled.completionDateTime).not.toBe("");
     await t.dms.services.exports.runner.idle();
+    expect(await runningRows()).toBe(0);
     const after = await json(await call("GET", `/observations/export/executions/${id}`));
     expect(after.status).toBe("CANCELLED");
     expect(t.dms.services.exports.files.size(id)).toBeUndefined();
@@ -402,5 +407,5 @@ describe("export jobs", () => {
     expect(await json(await call("GET", `/observations/export/executions/${id}/download`))).toMatchObject({
       messageKey: "EXPORT_EXECUTION_NOT_FOUND",
     });
-  });
+  }, 120_000);
 });

@@ -1,4 +1,4 @@
-import { Counter, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 import type { Mailer } from "../../mail/index.js";
 import type { Logger } from "../../observability/index.js";
 import type { Db } from "../../store/index.js";
@@ -62,11 +62,17 @@ export function createExports(d: ExportDeps): Exports {
     help: "Observation rows written to export files",
     registers,
   });
+  const running = new Gauge({
+    name: "dms_export_running_rows",
+    help: "Rows the running export execution has written so far (0 when none runs)",
+    registers,
+  });
   const runner = new ExportRunner({
     onEnd: (status, written) => {
       executions.inc({ status });
       rows.inc(written);
     },
+    onProgress: (written) => running.set(written ?? 0),
     store,
     reader: d.reader,
     files,

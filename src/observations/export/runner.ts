@@ -23,7 +23,12 @@ export interface RunnerDeps {
   downloadUrl: (executionId: string) => string;
   /** Told when an execution ends SUCCEEDED or FAILED, with the rows written. */
   onEnd?: (status: "SUCCEEDED" | "FAILED", rows: number) => void;
+  /** Told after each page of the running execution, with its rows so far (undefined once none runs). */
+  onProgress?: (rows: number | undefined) => void;
 }
+
+/** How often a long export logs how far it got. */
+const PROGRESS_LOG_MS = 10_000;
 
 class Cancelled extends Error {}
 
@@ -86,6 +91,7 @@ export class ExportRunner {
       } finally {
         this.current = undefined;
         this.cancelled.delete(id);
+        this.deps.onProgress?.(undefined);
       }
     }
   }
@@ -132,6 +138,7 @@ export class ExportRunner {
     };
     let scanned = 0;
     let written = 0;
+    let logged = performance.now();
     try {
       await put(csvLine(["timestamp", "thingName", ...job.resources]));
       const scope = job.thingType !== undefined ? { thingType: job.thingType } : { things: job.things ?? [] };
@@ -146,6 +153,12 @@ export class ExportRunner {
           chunk += csvLine([new Date(ts).toISOString(), thingName, ...job.resources.map((r) => state[r])]);
         }
         written += rows.length;
+        this.deps.onProgress?.(written);
+        // A long export says how far it got, so that an operator can tell slow from stuck.
+        if (performance.now() - logged >= PROGRESS_LOG_MS) {
+          logged = performance.now();
+          this.deps.logger.info({ executionId: e.id, rows: written, bytesScanned: scanned }, "export progress");
+        }
         if (chunk) await put(chunk);
         if (rows.length < PAGE_ROWS) break;
         const [id, ts] = rows[rows.length - 1]!;
