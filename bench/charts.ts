@@ -39,7 +39,7 @@ export interface KafkaFigures {
   engineRate: number;
   durableRate: number;
   /** Produce-to-sink latency (ms) at each offered rate (observations/s). */
-  latency: { rate: number; samples: number; p50: number; p90: number; p99: number; max: number }[];
+  latency: { rate: number; samples: number; p50: number; p90?: number; p99: number; max: number }[];
 }
 
 export interface Figures {
@@ -97,7 +97,8 @@ export function writeCharts(figures: Figures = readFigures(), dir = CHARTS_DIR):
         logX: false,
         series: (["p50", "p90", "p99", "max"] as const).map((p) => ({
           name: p,
-          points: byRate.map((l): [number, number] => [l.rate, l[p]]),
+          // A percentile an older run did not record is left out of its line.
+          points: byRate.map((l): [number, number] => [l.rate, l[p] ?? NaN]),
         })),
       }),
     );
@@ -180,19 +181,21 @@ export function lineChart(c: LineChart): string {
     );
   }
   parts.push(axes(c.xLabel, c.yLabel));
-  c.series.forEach((s, i) => {
-    const colour = COLOURS[i % COLOURS.length]!;
-    const pts = s.points.filter((p) => Number.isFinite(p[1]));
-    parts.push(
-      `<polyline fill="none" stroke="${colour}" stroke-width="2" points="${pts.map((p) => `${r(px(p[0]))},${r(py(p[1]))}`).join(" ")}"/>`,
-      ...pts.map(
-        (p) =>
-          `<circle cx="${r(px(p[0]))}" cy="${r(py(p[1]))}" r="3.5" fill="${colour}"><title>${esc(s.name)}: ${short(p[1])} at ${short(p[0])}</title></circle>`,
-      ),
-      `<rect x="${M.left + 10}" y="${M.top + 8 + i * 18}" width="12" height="3" fill="${colour}"/>`,
-      text(M.left + 28, M.top + 13 + i * 18, s.name, "start"),
-    );
-  });
+  c.series
+    .filter((s) => s.points.some((p) => Number.isFinite(p[1])))
+    .forEach((s, i) => {
+      const colour = COLOURS[i % COLOURS.length]!;
+      const pts = s.points.filter((p) => Number.isFinite(p[1]));
+      parts.push(
+        `<polyline fill="none" stroke="${colour}" stroke-width="2" points="${pts.map((p) => `${r(px(p[0]))},${r(py(p[1]))}`).join(" ")}"/>`,
+        ...pts.map(
+          (p) =>
+            `<circle cx="${r(px(p[0]))}" cy="${r(py(p[1]))}" r="3.5" fill="${colour}"><title>${esc(s.name)}: ${short(p[1])} at ${short(p[0])}</title></circle>`,
+        ),
+        `<rect x="${M.left + 10}" y="${M.top + 8 + i * 18}" width="12" height="3" fill="${colour}"/>`,
+        text(M.left + 28, M.top + 13 + i * 18, s.name, "start"),
+      );
+    });
   return svg(parts);
 }
 
