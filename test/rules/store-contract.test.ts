@@ -13,6 +13,7 @@ import {
 } from "../../src/rules/index.js";
 import { openDatabase, type Db } from "../../src/store/index.js";
 import { createPgDatabase, type PgDatabase } from "../support/postgres.js";
+import { ruleBody } from "./fixtures.js";
 
 /**
  * One contract, every implementation of the rule store seam: what the rules
@@ -58,17 +59,9 @@ function pgBackend(): Backend {
   };
 }
 
+/** The REST fixture's rule body, stored under `id`. */
 function rule(id: string, over: Partial<Rule> = {}): Rule {
-  return {
-    id,
-    name: `rule ${id}`,
-    enabled: true,
-    filter: { domain: "acme", thingType: "10" },
-    expression: [{ operator: "gt", resource: "temp", value: 30 }],
-    threshold: { count: 1, interval: 0 },
-    actions: [{ type: "EVENT", config: { classification: "ALARM", message: "hot ${thing.thingName}" } }],
-    ...over,
-  };
+  return { ...(ruleBody({ name: `rule ${id}` }) as Omit<Rule, "id">), id, ...over };
 }
 
 describe.each([sqliteBackend(), pgBackend()])("rule store contract: $name", (backend) => {
