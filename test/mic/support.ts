@@ -1,5 +1,5 @@
 import { request as httpRequest } from "node:http";
-import { createServer } from "node:net";
+import { freePortRange } from "../support/ports.js";
 import { BASE_PROVISION, startTestDms, type TestDms } from "../support/dms.js";
 
 /**
@@ -19,21 +19,12 @@ export interface MicDms extends TestDms {
   port: number;
 }
 
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === "string") throw new Error("no port");
-  return address.port;
-}
-
 /** A dms whose manifest names `publicUrl(port)` as its ApiGatewayRootUrl. */
 export async function startMicDms(
   publicUrl: (port: number) => string = (p) => `http://127.0.0.1:${p}`,
   env: Record<string, string> = {},
 ): Promise<MicDms> {
-  const port = await freePort();
+  const { first: port } = await freePortRange(1);
   const dms = await startTestDms({
     env: { DMS_HTTP_PORT: String(port), DMS_PUBLIC_URL: publicUrl(port), DMS_STACK_NAME: STACK, ...env },
     provision: { ...BASE_PROVISION, apiKeys: [...(BASE_PROVISION.apiKeys ?? []), { key: PUBLIC_KEY, public: true }] },
