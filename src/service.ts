@@ -26,7 +26,7 @@ import { migrations } from "./migrations.js";
 import { DeviceBridge } from "./mqtt/index.js";
 import { createLogger, createMetrics, type Logger, type Metrics } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
-import { createRules, type RuleStore, type RulesService } from "./rules/index.js";
+import { RuleCache, createRules, type RuleStore, type RulesService } from "./rules/index.js";
 import { createProxy, type Proxy } from "./proxy/index.js";
 import { Files, LocalFileStore } from "./files/index.js";
 import {
@@ -192,7 +192,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   // Built before provisioning so that the bus keeps it current from the first change on.
   const search = new SearchIndex({ identity, registry }, bus);
   const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
-  const rules = await createRules({
+  const rules = createRules({
     db,
     bus,
     identity,
@@ -241,7 +241,10 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     registry: metrics.registry,
     deps: { config, logger, mailer, ingest: () => ingest, events, publisher, timers },
   });
-  const engine: EngineService | undefined = roles.has("engine")
+  // Only the engine reads every rule: followed from here on (before provisioning), so that it starts
+  // on every rule without asking the store.
+  const ruleCache = roles.has("engine") ? await RuleCache.open(rules.store, bus) : undefined;
+  const engine: EngineService | undefined = ruleCache
     ? createEngineService({
         config,
         db,
@@ -254,7 +257,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
         clock,
         domainPath: (id) => identity.pathOf(id),
         sink: options.actionSink ?? actions,
-        loadRules: () => rules.cache.all(),
+        loadRules: () => ruleCache.all(),
       })
     : undefined;
   const ingest: ObservationIngest | undefined = observationsTopic?.ingest ?? engine?.ingest;
@@ -348,7 +351,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     }
     if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
     search.close();
-    rules.cache.close();
+    ruleCache?.close();
     jobs.close();
     await find.close();
     relay?.stop();

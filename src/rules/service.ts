@@ -9,7 +9,6 @@ import { checkChaining, checkLoop, overlapWith, type Overlap } from "./loop.js";
 import type { BulkUpdateBody, CreateRuleBody, RuleBody } from "./schema.js";
 import type { RuleStore } from "./store.js";
 import { SqliteRuleStore } from "./sqlite-store.js";
-import { RuleCache } from "./cache.js";
 import type { Rule } from "../rule-model/index.js";
 import { checkActions, checkExpression } from "./validate.js";
 
@@ -230,23 +229,14 @@ export interface RulesDeps {
   allowPrivateWebhooks: boolean;
 }
 
-/** The rules capability: the rules as stored, their in-memory view (the engine starts on it), and the operations. */
+/** The rules capability: the rules as stored and the operations (the engine's process adds a `RuleCache`). */
 export interface Rules {
   store: RuleStore;
-  cache: RuleCache;
   service: RulesService;
 }
 
-/** On SQLite (the PostgreSQL store joins with the cluster); the cache follows the bus from here on. */
-export async function createRules({
-  db,
-  bus,
-  identity,
-  registry,
-  idPrefix,
-  allowPrivateWebhooks,
-}: RulesDeps): Promise<Rules> {
+/** On SQLite (the PostgreSQL store joins with the cluster). */
+export function createRules({ db, bus, identity, registry, idPrefix, allowPrivateWebhooks }: RulesDeps): Rules {
   const store = new SqliteRuleStore(db, idPrefix);
-  const cache = await RuleCache.open(store, bus);
-  return { store, cache, service: new RulesService({ store, bus, identity, registry, allowPrivateWebhooks }) };
+  return { store, service: new RulesService({ store, bus, identity, registry, allowPrivateWebhooks }) };
 }

@@ -22,7 +22,7 @@ beforeAll(async () => {
       },
     ],
   });
-  rules = await createRules({ ...parts, idPrefix: "test", allowPrivateWebhooks: false });
+  rules = createRules({ ...parts, idPrefix: "test", allowPrivateWebhooks: false });
 });
 afterAll(() => parts.close());
 
