@@ -24,6 +24,10 @@ export interface EngineFigures {
   decodeRate: number;
   engineRate: number;
   durableRate: number;
+  /** The in-memory engine on the durable run's observations (its fair comparison); absent in older figures. */
+  durableMemoryRate?: number;
+  /** Rows stored per second by the observation store path alone. */
+  storeRate?: number;
   jsonRulesEngineRate: number;
   /** The JVM CEP peer and dms on the same sample of observations, in the same run. */
   peer?: { name: string; observations: number; rate: number; dmsRate: number };
@@ -127,7 +131,7 @@ function ratioBars(f: Figures): { label: string; value: number }[] {
   const e = f.engine;
   if (e) {
     out.push({ label: "engine / JSON.parse alone", value: e.engineRate / e.decodeRate });
-    out.push({ label: "durable engine / engine", value: e.durableRate / e.engineRate });
+    out.push({ label: "durable engine / engine", value: e.durableRate / (e.durableMemoryRate ?? e.engineRate) });
     out.push({ label: "engine / json-rules-engine", value: e.engineRate / e.jsonRulesEngineRate });
     if (e.peer) out.push({ label: `engine / ${e.peer.name} (same sample)`, value: e.peer.dmsRate / e.peer.rate });
   }

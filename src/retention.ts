@@ -1,5 +1,6 @@
 import type { Config } from "./config/index.js";
 import { FINISHED_SQL } from "./jobs/index.js";
+import type { ObservationStore } from "./observations/index.js";
 import type { RetentionTarget } from "./store/index.js";
 
 /**
@@ -7,15 +8,14 @@ import type { RetentionTarget } from "./store/index.js";
  * beside `migrations.ts` because it names other capabilities' tables. Each
  * condition is answered by an index in the order it deletes.
  */
-export function retentionTargets(config: Config): RetentionTarget[] {
+export function retentionTargets(config: Config, observations: ObservationStore): RetentionTarget[] {
   return [
-    // By the observation's own timestamp, the time FIND and exports query by.
+    // By the observation's own timestamp, the time FIND and exports query by: whole days dropped,
+    // the rows of the day the cutoff cuts deleted (the store does both, on its writer thread if it has one).
     {
       kind: "observations",
-      table: "observations",
-      olderThan: "ts < ?",
-      orderBy: "ts",
       windowMs: config.DMS_OBSERVATION_RETENTION,
+      remove: (cutoff, limit) => observations.deleteOlderThan(cutoff, limit),
     },
     {
       kind: "dead-letters",

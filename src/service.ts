@@ -30,8 +30,9 @@ import { RuleCache, createRules, type RuleStore, type RulesService } from "./rul
 import { createProxy, type Proxy } from "./proxy/index.js";
 import { Files, LocalFileStore } from "./files/index.js";
 import {
-  ObservationReader,
-  ObservationStore,
+  openObservations,
+  type ObservationReader,
+  type ObservationStore,
   createExports,
   createFindRunner,
   type Exports,
@@ -201,10 +202,13 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     allowPrivateWebhooks: config.DMS_WEBHOOK_ALLOW_PRIVATE,
   });
   const events = new SqliteEventStore(db, clock);
-  const observations = new ObservationStore(db);
-  const observationReader = new ObservationReader(db);
+  // The engine's process writes observations on a thread of their own; any other reads them, and
+  // trims them when it is the scheduler.
+  const opened = openObservations({ dataDir: config.DMS_DATA_DIR, db, writerThread: roles.has("engine"), clock });
+  const observations = opened.store;
+  const observationReader = opened.reader;
   const find = createFindRunner({
-    file: db.name,
+    file: opened.file,
     reader: observationReader,
     threads: config.DMS_FIND_THREADS,
     budgetMs: config.DMS_FIND_TIMEOUT_MS,
@@ -263,7 +267,13 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const ingest: ObservationIngest | undefined = observationsTopic?.ingest ?? engine?.ingest;
 
   const retention = roles.has("scheduler")
-    ? new RetentionSweeper({ db, targets: retentionTargets(config), clock, logger, registry: metrics.registry })
+    ? new RetentionSweeper({
+        db,
+        targets: retentionTargets(config, observations),
+        clock,
+        logger,
+        registry: metrics.registry,
+      })
     : undefined;
   const jobScheduler = roles.has("scheduler") ? new JobScheduler(jobs, logger, options.jobsPollMs) : undefined;
   const mqtt = roles.has("mqtt")
@@ -354,6 +364,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     ruleCache?.close();
     jobs.close();
     await find.close();
+    await opened.close();
     relay?.stop();
     await checkpointer?.stop();
     db.close();

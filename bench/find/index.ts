@@ -16,7 +16,15 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/index.js";
-import { planFind, runFind } from "../../src/observations/index.js";
+import Database from "better-sqlite3";
+import {
+  dayOf,
+  OBSERVATIONS_FILE,
+  partitionTable,
+  planFind,
+  runFind,
+  type ObservationDocument,
+} from "../../src/observations/index.js";
 import { startDms } from "../../src/service.js";
 import { indexMapping } from "../../test/observations/differential/data.js";
 import { fromOpenSearch, toOpenSearch } from "../../test/observations/differential/engines.js";
@@ -102,43 +110,49 @@ async function main(): Promise<void> {
     KAFKA_GROUP_ID: `bench-find-${RUN_ID}`,
   });
   const dms = await startDms(config);
-  const { db, observationReader, exports, identity } = dms.services;
+  const { observations, observationReader, exports, identity } = dms.services;
+  // The observation file, read here with SQL of the bench's own (the hand-written comparison, the
+  // rows for OpenSearch): one table per UTC day (`partitionTable`).
+  const db = new Database(join(dataDir, OBSERVATIONS_FILE));
+  db.pragma("busy_timeout = 5000");
+  /** The day tables holding [from, to), ascending. */
+  const tablesOf = (from: number, to: number): string[] =>
+    db
+      .prepare<[number, number], { day: number }>(
+        "SELECT day FROM observation_partitions WHERE day >= ? AND day <= ? ORDER BY day",
+      )
+      .all(dayOf(from), dayOf(to - 1))
+      .map((r) => partitionTable(r.day));
 
-  // ---- data: one transaction per 50k rows, prepared once
+  // ---- data: through the store (its writer thread), BATCH rows a transaction, a few in flight; then
+  // the thing index of every closed day, built once (as the store does a minute later on its own).
   const t0 = performance.now();
-  // A bulk load: the table's indexes are dropped and rebuilt once afterwards, exactly as the store declares them.
-  const indexes = db
-    .prepare<[], { name: string; sql: string }>(
-      "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'observations' AND sql IS NOT NULL",
-    )
-    .all();
-  for (const ix of indexes) db.exec(`DROP INDEX ${ix.name}`);
-  db.pragma("synchronous = OFF");
-  const insert = db.prepare(
-    "INSERT INTO observations (source_key, thing_name, thing_type, domain, ts, doc) VALUES (NULL, ?, ?, 'root', ?, ?)",
-  );
   const step = (DAYS * DAY) / ROWS;
   let seed = 42;
   const rnd = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
   /** The j-th observation; called in order, it draws the same random numbers every run. */
-  const observation = (j: number): { thingName: string; thingType: string; ts: number; doc: string } => {
+  const observation = (j: number): ObservationDocument => {
     const thingType = THING_TYPES[j % THING_TYPES.length]!;
     const thingName = `thing-${thingType}-${Math.floor(rnd() * THINGS_PER_TYPE)}`;
-    const ts = START + Math.floor(j * step);
+    const timestamp = START + Math.floor(j * step);
     const temp = Math.round(rnd() * 4000) / 100 - 5;
-    const doc = `{"thingName":"${thingName}","thingType":"${thingType}","domain":"root","timestamp":${ts},"state":{"temp":${temp},"latlng":"59.9${j % 10},10.7${j % 7}"}}`;
-    return { thingName, thingType, ts, doc };
+    return {
+      thingName,
+      thingType,
+      domain: "root",
+      timestamp,
+      state: { temp, latlng: `59.9${j % 10},10.7${j % 7}` },
+    };
   };
+  const loading: Promise<void>[] = [];
   for (let i = 0; i < ROWS; i += BATCH) {
-    db.transaction(() => {
-      for (let j = i; j < Math.min(ROWS, i + BATCH); j++) {
-        const o = observation(j);
-        insert.run(o.thingName, o.thingType, o.ts, o.doc);
-      }
-    })();
+    const batch = [];
+    for (let j = i; j < Math.min(ROWS, i + BATCH); j++) batch.push({ document: observation(j) });
+    loading.push(observations.insertBatch(batch));
+    if (loading.length >= 3) await loading.shift();
   }
-  for (const ix of indexes) db.exec(ix.sql);
-  db.pragma("synchronous = NORMAL");
+  await Promise.all(loading);
+  await observations.maintain();
   db.exec("ANALYZE");
   const loadSeconds = (performance.now() - t0) / 1000;
 
@@ -165,19 +179,30 @@ async function main(): Promise<void> {
   };
   const find = () => runFind(observationReader, planFind(request, Date.now()), { thingTypes: THING_TYPES });
 
+  const dayTables = tablesOf(dayFrom, dayTo);
   const sql = db.prepare<
-    [string, number, number, string, number, number],
+    (string | number)[],
     { k: string; key: number | string; n: number; a: number | null; m: number | null }
   >(
     `SELECT 'h' AS k, (ts / 3600000) * 3600000 AS key, count(*) AS n, avg(t) AS a, max(t) AS m
-       FROM (SELECT ts, json_extract(doc, '$.state.temp') AS t FROM observations INDEXED BY observations_type_ts
-              WHERE thing_type = ? AND ts >= ? AND ts < ?) GROUP BY 2
+       FROM (${dayTables
+         .map(
+           (table) => `SELECT ts, json_extract(doc, '$.state.temp') AS t FROM ${table} INDEXED BY ${table}_type_ts
+              WHERE thing_type = ? AND ts >= ? AND ts < ?`,
+         )
+         .join(" UNION ALL ")}) GROUP BY 2
      UNION ALL
      SELECT 't', thing_name, count(*), NULL, NULL
-       FROM observations INDEXED BY observations_type_ts WHERE thing_type = ? AND ts >= ? AND ts < ? GROUP BY thing_name`,
+       FROM (${dayTables
+         .map(
+           (table) => `SELECT thing_name FROM ${table} INDEXED BY ${table}_type_ts
+              WHERE thing_type = ? AND ts >= ? AND ts < ?`,
+         )
+         .join(" UNION ALL ")}) GROUP BY thing_name`,
   );
+  const sqlArgs = [...dayTables, ...dayTables].flatMap(() => ["3", dayFrom, dayTo]);
   const handWritten = () => {
-    const rows = sql.all("3", dayFrom, dayTo, "3", dayFrom, dayTo);
+    const rows = sql.all(...sqlArgs);
     const hours = rows.filter((r) => r.k === "h").sort((x, y) => Number(x.key) - Number(y.key));
     const terms = rows
       .filter((r) => r.k === "t")
@@ -272,8 +297,10 @@ async function main(): Promise<void> {
     // The same documents from the store, bulk-indexed BULK at a time with ids of OpenSearch's own
     // (no lookup of an existing id per document), the next request read while one is indexed;
     // the answer filtered to its errors, so that the client does not parse an item per document.
-    const rows = db.prepare<[number, number], { id: number; thing_type: string; doc: string }>(
-      "SELECT id, thing_type, doc FROM observations WHERE id > ? ORDER BY id LIMIT ?",
+    const pages = tablesOf(-8.64e15, 8.64e15).map((table) =>
+      db.prepare<[number, number], { id: number; thing_type: string; doc: string }>(
+        `SELECT id, thing_type, doc FROM ${table} WHERE id > ? ORDER BY id LIMIT ?`,
+      ),
     );
     const bulk = async (page: { thing_type: string; doc: string }[]): Promise<void> => {
       const lines = page.flatMap((r) => [`{"index":{"_index":"bench-find-${RUN_ID}-${r.thing_type}"}}`, r.doc]);
@@ -282,12 +309,14 @@ async function main(): Promise<void> {
     };
     const started = performance.now();
     let inFlight: Promise<void> = Promise.resolve();
-    for (let after = 0; ;) {
-      const page = rows.all(after, OPENSEARCH_BULK);
-      if (page.length === 0) break;
-      after = page[page.length - 1]!.id;
-      await inFlight;
-      inFlight = bulk(page);
+    for (const rows of pages) {
+      for (let after = 0; ;) {
+        const page = rows.all(after, OPENSEARCH_BULK);
+        if (page.length === 0) break;
+        after = page[page.length - 1]!.id;
+        await inFlight;
+        inFlight = bulk(page);
+      }
     }
     await inFlight;
     await call("PUT", `/${indices.join(",")}/_settings`, {
@@ -403,11 +432,16 @@ async function main(): Promise<void> {
   await exports.runner.idle();
   const execution = exports.service.executions(principal, job.id, { size: 1, order: "desc" }).exportJobExecutions[0]!;
   const detail = exports.service.execution(principal, execution.id);
-  const exportRows = (
-    db
-      .prepare("SELECT count(*) AS n FROM observations WHERE thing_type = '3' AND ts >= ? AND ts < ?")
-      .get(START, START + 5 * DAY) as { n: number }
-  ).n;
+  const exportRows = tablesOf(START, START + 5 * DAY).reduce(
+    (n, table) =>
+      n +
+      db
+        .prepare<[number, number], { n: number }>(
+          `SELECT count(*) AS n FROM ${table} WHERE thing_type = '3' AND ts >= ? AND ts < ?`,
+        )
+        .get(START, START + 5 * DAY)!.n,
+    0,
+  );
   const rowsPerSecond = Math.round(exportRows / (detail.engineExecutionTimeInMillis / 1000));
   const fileBytes = exports.files.size(execution.id) ?? 0;
 
@@ -415,6 +449,7 @@ async function main(): Promise<void> {
   const vsOpenSearch = process.env.BENCH_FIND_OPENSEARCH === "0" ? [] : await againstOpenSearch();
   // ---- hostile phase: worst FIND requests against the engine's rate and /healthz
   const hostileTable = process.env.BENCH_FIND_HOSTILE === "0" ? [] : await hostileSection();
+  db.close();
   await dms.close();
   rmSync(dataDir, { recursive: true, force: true });
   await deleteTopics([config.KAFKA_OBSERVATIONS_TOPIC, config.KAFKA_EVENTS_TOPIC]);

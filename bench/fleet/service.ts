@@ -7,7 +7,10 @@
  * (stored and evaluated; CPU time used)
  * and waits for {cmd: "stop"}.
  */
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { loadConfig } from "../../src/config/index.js";
+import { OBSERVATIONS_FILE } from "../../src/observations/index.js";
 import { startDms } from "../../src/service.js";
 
 const began = performance.now();
@@ -15,7 +18,8 @@ const send = (message: Record<string, unknown>): void => {
   process.send?.(message);
 };
 
-const dms = await startDms(loadConfig(), {
+const config = loadConfig();
+const dms = await startDms(config, {
   onListening: (url) => send({ cmd: "listening", ms: performance.now() - began, url }),
 });
 send({
@@ -25,8 +29,10 @@ send({
   ready: dms.services.readiness.status().ready,
   work: dms.services.registry.credentials.work,
 });
-// Observations stored and evaluated so far (ids only grow): what bench/fleet's ingest counts.
-const stored = dms.services.db.prepare<[], { n: number | null }>("SELECT max(id) AS n FROM observations");
+// Observations stored and evaluated so far (the id sequence of the observation file only grows):
+// what bench/fleet's ingest counts.
+const observationsFile = new Database(join(config.DMS_DATA_DIR, OBSERVATIONS_FILE), { readonly: true });
+const stored = observationsFile.prepare<[], { n: number | null }>("SELECT next - 1 AS n FROM observation_ids");
 process.on("message", (m: { cmd: string }) => {
   if (m.cmd === "count") {
     const { user, system } = process.cpuUsage();

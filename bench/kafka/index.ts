@@ -19,7 +19,7 @@ import {
   SqliteStateStore,
 } from "../../src/engine/index.js";
 import { migrations } from "../../src/migrations.js";
-import { ObservationStore } from "../../src/observations/index.js";
+import { openObservations } from "../../src/observations/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { openDatabase, startCheckpointer } from "../../src/store/index.js";
 import { createTopic, startKafka } from "../../test/support/kafka.js";
@@ -136,11 +136,13 @@ async function engineRun(
   const db = openDatabase({ dataDir: dir, migrations });
   // As the service runs the engine: WAL checkpoints on their own thread.
   const checkpointer = startCheckpointer(db);
+  // As the service runs it: observations in their own file, written by a thread of their own.
+  const observations = durable ? openObservations({ dataDir: dir, db, writerThread: true }) : undefined;
   const engine = new RuleEngine({
     resolveThing,
     state: durable ? new SqliteStateStore(db) : new MemoryStateStore(),
     sink,
-    observations: durable ? new ObservationStore(db) : undefined,
+    observations: observations?.store,
     deadLetters: new DeadLetterStore(db),
   });
   engine.load([...w.rules, latencyRule]);
@@ -162,6 +164,7 @@ async function engineRun(
   onReady();
   while (!until() && !(consumeTopic === topic && seen >= N)) await new Promise((r) => setTimeout(r, 20));
   await source.stop();
+  await observations?.close();
   await checkpointer.stop();
   db.close();
   rmSync(dir, { recursive: true, force: true });

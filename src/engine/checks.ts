@@ -30,7 +30,7 @@ export function observationId(position: SourcePosition): string {
 
 /** The row the observation store keeps of an accepted observation. */
 export function storedObservation(
-  id: string,
+  position: SourcePosition,
   info: ThingInfo,
   thingName: string,
   timestamp: number,
@@ -45,7 +45,13 @@ export function storedObservation(
     state,
   };
   if (nested !== undefined) document.nested = nested;
-  return { sourceKey: id, document };
+  // A position with an offset is replayable (Kafka): the store keeps each (stream, offset) once.
+  const { source, partition, offset } = position;
+  if (offset === undefined) return { document };
+  return {
+    from: { stream: partition === undefined ? source : `${source}:${partition}`, offset: Number(offset) },
+    document,
+  };
 }
 
 /** The dead letter of an input: where it came from, why, and its first 4 KiB. */

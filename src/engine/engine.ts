@@ -16,8 +16,11 @@ export interface EngineOptions {
   resolveThing: ThingResolver;
   state: StateStore;
   sink: ActionSink;
-  /** Where accepted observations are written, one transaction per batch. */
-  observations?: { insertBatch(inputs: readonly StoredObservationInput[]): void } | undefined;
+  /**
+   * Where accepted observations are written, one transaction per batch; a batch is handled once
+   * its promise resolves (the engine evaluates the next batch meanwhile).
+   */
+  observations?: { insertBatch(inputs: readonly StoredObservationInput[]): Promise<void> | void } | undefined;
   deadLetters?: { insertBatch(letters: readonly DeadLetter[]): void } | undefined;
   clock?: () => number;
   compile?: CompileOptions;
@@ -176,34 +179,54 @@ export class RuleEngine {
    * run one after the other, so state never gets ahead of handed-over actions.
    */
   handle(batch: readonly Ingested[]): Promise<BatchResult> {
-    const run = this.queue.then(() => this.run(batch));
-    this.queue = run.catch(() => undefined);
-    return run;
+    const evaluated = this.queue.then(() => this.run(batch));
+    // The next batch is evaluated as soon as this one is handed to the store, not once stored: with
+    // a writer thread, its inserts run beside the engine's next evaluation.
+    this.queue = evaluated.catch(() => undefined);
+    return evaluated.then(({ work, stored }) =>
+      stored.then(
+        () => {
+          const result: BatchResult = {
+            accepted: work.accepted,
+            rejected: work.rejected,
+            triggered: work.triggered,
+            matched: work.matched,
+          };
+          this.options.onBatch?.(result, work.deadLetters);
+          return result;
+        },
+        (err: unknown) => {
+          // Batches evaluated after this one counted it in memory; the store refuses the stream's
+          // later batches until this one is handed over again, and the engine goes back to the
+          // durable state before its next batch.
+          const rewound = this.queue.then(() => this.rewind());
+          this.queue = rewound.catch(() => undefined);
+          throw err;
+        },
+      ),
+    );
   }
 
-  private async run(batch: readonly Ingested[]): Promise<BatchResult> {
+  private async run(batch: readonly Ingested[]): Promise<{ work: BatchWork; stored: Promise<void> }> {
     const work = this.process(batch);
     // Actions first: the time to their hand-over is the latency users see, and the store's inserts
     // (the larger part of a batch's cost) need not come before it. A crash in between replays the
     // batch: the state was not flushed, so it is evaluated and stored again, and the outbox drops
-    // the actions it already has by their idempotency keys.
+    // the actions it already has by their idempotency keys. A crash after the state flush but before
+    // the rows are stored replays the batch too: the state says it was evaluated, so it is only stored.
+    let stored: Promise<void>;
     try {
       if (work.actions.length > 0) await this.options.sink.accept(work.actions);
-      this.options.observations?.insertBatch(work.stored);
+      stored = Promise.resolve(this.options.observations?.insertBatch(work.stored));
+      // Awaited by `handle`; marked handled here so that a failure while the state flushes is not unhandled.
+      stored.catch(() => undefined);
       this.options.deadLetters?.insertBatch(work.deadLetters);
       await this.options.state.flush(work.changed);
     } catch (err) {
       this.rewind();
       throw err;
     }
-    const result: BatchResult = {
-      accepted: work.accepted,
-      rejected: work.rejected,
-      triggered: work.triggered,
-      matched: work.matched,
-    };
-    this.options.onBatch?.(result, work.deadLetters);
-    return result;
+    return { work, stored };
   }
 
   /**
@@ -255,7 +278,7 @@ export class RuleEngine {
     for (let i = 0; i < accepted; i++) {
       const p = pending[i]!;
       work.accepted++;
-      if (keep) work.stored.push(storedObservation(pendingId(p), p.rt.info, p.thingName, p.timestamp, p.os, p.nested));
+      if (keep) work.stored.push(storedObservation(p.position, p.rt.info, p.thingName, p.timestamp, p.os, p.nested));
       if (p.actions !== undefined) for (let j = 0; j < p.actions.length; j++) work.actions.push(p.actions[j]!);
     }
     work.matched = this.thresholds.matches;

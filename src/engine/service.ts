@@ -152,8 +152,13 @@ export function createEngineService(deps: EngineDeps): EngineService {
       async () => {
         await ensureTopics(brokers, [topic], topicLayout(config), logger);
         setReady(false, "joining the consumer group");
-        await source.start(async (batch) => {
-          await timed(wire ? await decodeWireMessages(batch, wire) : decodeMessages(batch));
+        // The source hands chunks over without waiting for the previous one to be stored: they reach
+        // the engine in the order handed over, the schema registry's asynchronous decode included.
+        let decodedInOrder: Promise<unknown> = Promise.resolve();
+        await source.start((batch) => {
+          const decoded = decodedInOrder.then(() => (wire ? decodeWireMessages(batch, wire) : decodeMessages(batch)));
+          decodedInOrder = decoded.catch(() => undefined);
+          return decoded.then(timed).then(() => undefined);
         });
       },
       {

@@ -1,11 +1,9 @@
-export {
-  ObservationStore,
-  observationMigrations,
-  type ObservationDocument,
-  type StoredObservationInput,
-  type StoredObservationRow,
-} from "./store.js";
-export { ObservationReader, type CandidateRow, type ExportRow } from "./reader.js";
+export { SqliteObservationStore, observationMigrations, type ObservationStore } from "./store.js";
+export type { ObservationDocument, StoredObservationInput } from "./types.js";
+// The layout of the observation file, for tools and benchmarks that read it with SQL of their own.
+export { dayOf, partitionTable, DAY_MS } from "./partitions.js";
+export { openObservations, OBSERVATIONS_FILE, type OpenedObservations } from "./open.js";
+export { SqliteObservationReader, type ObservationReader, type CandidateRow, type ExportRow } from "./reader.js";
 export {
   planFind,
   runFind,

@@ -1,74 +1,50 @@
-import type { Db, Migration } from "../store/index.js";
-
-export const observationMigrations: Migration[] = [
-  {
-    id: "observations-001-store",
-    up: `
-      CREATE TABLE observations (
-        id INTEGER PRIMARY KEY,
-        -- Where the observation came from (e.g. kafka:<topic>:<partition>:<offset>), so a replay stores it once.
-        source_key TEXT UNIQUE,
-        thing_name TEXT NOT NULL,
-        thing_type TEXT NOT NULL,
-        domain TEXT NOT NULL,
-        ts INTEGER NOT NULL,
-        doc TEXT NOT NULL
-      );
-      CREATE INDEX observations_ts ON observations(ts);
-      CREATE INDEX observations_thing_ts ON observations(thing_name, ts);
-      CREATE INDEX observations_type_ts ON observations(thing_type, ts);
-    `,
-  },
-];
-
-/** An observation as stored and as FIND answers it in `_source`. */
-export interface ObservationDocument {
-  thingName: string;
-  thingType: string;
-  domain: string;
-  /** Epoch milliseconds. */
-  timestamp: number;
-  state: Record<string, unknown>;
-  nested?: { type?: string; id?: string; state: Record<string, unknown> }[];
-}
-
-export interface StoredObservationInput {
-  sourceKey?: string;
-  document: ObservationDocument;
-}
-
-export interface StoredObservationRow {
-  id: number;
-  thing_name: string;
-  thing_type: string;
-  domain: string;
-  ts: number;
-  doc: string;
-}
+import type { Db } from "../store/index.js";
+import { ObservationPartitions, partitionMigrations, toColumns } from "./partitions.js";
+import type { StoredObservationInput } from "./types.js";
 
 /**
- * The observation store: written by the rule engine, read by FIND and exports.
- * One SQLite table with the indexes those readers need.
+ * The observation store: written by the rule engine, read by FIND and exports
+ * (through `ObservationReader`), trimmed by retention. Writes resolve once
+ * durable: the engine's source commits only after that. One implementation
+ * per backend: SQLite in this thread (`SqliteObservationStore`) or on a writer
+ * thread of its own (`ThreadedObservationStore`, the engine's).
  */
-export class ObservationStore {
-  private readonly insert;
-
-  constructor(private readonly db: Db) {
-    this.insert = db.prepare<[string | null, string, string, string, number, string]>(
-      "INSERT OR IGNORE INTO observations (source_key, thing_name, thing_type, domain, ts, doc) VALUES (?, ?, ?, ?, ?, ?)",
-    );
-  }
-
-  /** Stores a batch in one transaction; an input whose sourceKey is stored already is skipped. */
-  insertBatch(inputs: readonly StoredObservationInput[]): void {
-    this.db.transaction(() => {
-      for (const { sourceKey, document: d } of inputs) {
-        this.insert.run(sourceKey ?? null, d.thingName, d.thingType, d.domain, d.timestamp, JSON.stringify(d));
-      }
-    })();
-  }
-
-  count(): number {
-    return this.db.prepare<[], { n: number }>("SELECT count(*) AS n FROM observations").get()!.n;
-  }
+export interface ObservationStore {
+  /** Stores a batch in one transaction; rows of a replay (at or below their stream's mark) are skipped. */
+  insertBatch(inputs: readonly StoredObservationInput[]): Promise<void>;
+  /** Deletes up to `limit` observations older than `cutoff` (epoch ms), oldest first; answers how many. */
+  deleteOlderThan(cutoff: number, limit: number): Promise<number>;
+  count(): Promise<number>;
+  /** Builds the thing index of the days that closed, now (the store does it on its own, once a minute after a batch). */
+  maintain(): Promise<void>;
+  close(): Promise<void>;
 }
+
+/** The day partitions on a connection of this thread: tests, tools and processes without the engine. */
+export class SqliteObservationStore implements ObservationStore {
+  private readonly partitions: ObservationPartitions;
+
+  constructor(db: Db, clock?: () => number) {
+    this.partitions = new ObservationPartitions(db, clock);
+  }
+
+  async insertBatch(inputs: readonly StoredObservationInput[]): Promise<void> {
+    this.partitions.insert(toColumns(inputs));
+  }
+
+  async deleteOlderThan(cutoff: number, limit: number): Promise<number> {
+    return this.partitions.deleteOlderThan(cutoff, limit);
+  }
+
+  async count(): Promise<number> {
+    return this.partitions.count();
+  }
+
+  async maintain(): Promise<void> {
+    this.partitions.maintain(true);
+  }
+
+  async close(): Promise<void> {}
+}
+
+export { partitionMigrations as observationMigrations };

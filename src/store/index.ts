@@ -4,7 +4,13 @@ import Database, { type Statement } from "better-sqlite3";
 
 export type Db = Database.Database;
 export { startCheckpointer, type Checkpointer } from "./checkpointer.js";
-export { RetentionSweeper, type RetentionOptions, type RetentionTarget } from "./retention.js";
+export {
+  RetentionSweeper,
+  type RetentionOptions,
+  type RetentionTarget,
+  type StoreRetention,
+  type TableRetention,
+} from "./retention.js";
 export { migratePg, openPgPool, pgTransaction, type PgMigration, type PgPool, type PgQueryable } from "./pg.js";
 
 /**
@@ -18,14 +24,16 @@ export interface Migration {
 }
 
 export interface OpenOptions {
-  /** Directory holding `dms.sqlite`; `:memory:` for a throw-away database. */
+  /** Directory holding the database file; `:memory:` for a throw-away database. */
   dataDir: string;
   migrations: readonly Migration[];
+  /** The file in `dataDir`: `dms.sqlite`, or a capability's own (the observations'). */
+  fileName?: string;
 }
 
-/** Opens the one SQLite connection of the process, in WAL mode, and migrates it. */
-export function openDatabase({ dataDir, migrations }: OpenOptions): Db {
-  const file = dataDir === ":memory:" ? ":memory:" : join(ensureDir(dataDir), "dms.sqlite");
+/** Opens a SQLite connection of the process (the service's database by default), in WAL mode, and migrates it. */
+export function openDatabase({ dataDir, migrations, fileName = "dms.sqlite" }: OpenOptions): Db {
+  const file = dataDir === ":memory:" ? ":memory:" : join(ensureDir(dataDir), fileName);
   const db = new Database(file);
   db.pragma("journal_mode = WAL");
   // NORMAL is durable across process crashes in WAL mode; only an OS crash can lose the last commits.

@@ -2,10 +2,16 @@ import type { Database, Statement } from "better-sqlite3";
 import { Counter, type Registry } from "prom-client";
 import type { Logger } from "../observability/index.js";
 
-/** One kind of row that ages out: which table, and how to find the rows older than a cutoff. */
-export interface RetentionTarget {
+/** One kind of row that ages out, and how long it is kept. */
+interface RetentionKind {
   /** For logs and the `kind` label of `dms_retention_deleted_total` ("observations", "events", ...). */
   kind: string;
+  /** How long a row is kept (milliseconds); undefined keeps it forever. */
+  windowMs: number | undefined;
+}
+
+/** Rows of a table of the service's database: deleted by a statement the sweeper prepares. */
+export interface TableRetention extends RetentionKind {
   table: string;
   /**
    * The condition of a row to delete, with one `?` for the cutoff (epoch milliseconds), e.g.
@@ -14,9 +20,14 @@ export interface RetentionTarget {
   olderThan: string;
   /** The column the condition compares, ordered by so each batch takes the oldest rows. */
   orderBy: string;
-  /** How long a row is kept (milliseconds); undefined keeps it forever. */
-  windowMs: number | undefined;
 }
+
+/** Rows of a store that deletes its own (the observations' day partitions): up to `limit` per call, oldest first. */
+export interface StoreRetention extends RetentionKind {
+  remove(cutoff: number, limit: number): Promise<number>;
+}
+
+export type RetentionTarget = TableRetention | StoreRetention;
 
 export interface RetentionOptions {
   db: Database;
@@ -49,19 +60,13 @@ export class RetentionSweeper {
   private stopped = true;
   private readonly batchSize: number;
   private readonly deleted: Counter<"kind"> | undefined;
-  private readonly statements: { target: RetentionTarget; remove: Statement<[number, number]> }[];
+  private readonly removers: { target: RetentionTarget; remove: (cutoff: number, limit: number) => Promise<number> }[];
 
   constructor(private readonly options: RetentionOptions) {
     this.batchSize = options.batchSize ?? DEFAULT_BATCH;
-    this.statements = options.targets
+    this.removers = options.targets
       .filter((t) => t.windowMs !== undefined)
-      .map((target) => ({
-        target,
-        remove: options.db.prepare<[number, number]>(
-          `DELETE FROM ${target.table} WHERE rowid IN (
-             SELECT rowid FROM ${target.table} WHERE ${target.olderThan} ORDER BY ${target.orderBy} LIMIT ?)`,
-        ),
-      }));
+      .map((target) => ({ target, remove: "remove" in target ? target.remove : tableRemover(options.db, target) }));
     this.deleted =
       options.registry &&
       new Counter({
@@ -74,7 +79,7 @@ export class RetentionSweeper {
 
   /** True when some target has a window (else the sweeper has nothing to do). */
   get active(): boolean {
-    return this.statements.length > 0;
+    return this.removers.length > 0;
   }
 
   async start(): Promise<void> {
@@ -96,12 +101,12 @@ export class RetentionSweeper {
    */
   async sweep(shouldStop: () => boolean = () => false): Promise<Record<string, number>> {
     const counts: Record<string, number> = {};
-    for (const { target, remove } of this.statements) {
+    for (const { target, remove } of this.removers) {
       const cutoff = this.options.clock() - target.windowMs!;
       let total = 0;
       for (;;) {
         const started = performance.now();
-        const { changes } = remove.run(cutoff, this.batchSize);
+        const changes = await remove(cutoff, this.batchSize);
         total += changes;
         this.deleted?.inc({ kind: target.kind }, changes);
         if (changes < this.batchSize) break;
@@ -129,4 +134,12 @@ export class RetentionSweeper {
     }, delayMs);
     this.timer.unref();
   }
+}
+
+function tableRemover(db: Database, target: TableRetention): (cutoff: number, limit: number) => Promise<number> {
+  const statement: Statement<[number, number]> = db.prepare(
+    `DELETE FROM ${target.table} WHERE rowid IN (
+       SELECT rowid FROM ${target.table} WHERE ${target.olderThan} ORDER BY ${target.orderBy} LIMIT ?)`,
+  );
+  return async (cutoff, limit) => statement.run(cutoff, limit).changes;
 }

@@ -14,7 +14,7 @@ afterAll(() => t.close());
 
 describe("POST /observations", () => {
   it("answers after the batch is stored and evaluated, reporting each rejected item", async () => {
-    const before = t.dms.services.observations.count();
+    const before = await t.dms.services.observations.count();
     const res = await t.call("POST", "/observations", {
       user: "admin",
       body: [
@@ -33,7 +33,7 @@ describe("POST /observations", () => {
         { index: 2, messageKey: "THING_NOT_FOUND", reason: "unknown-thing", message: expect.any(String) },
       ],
     });
-    expect(t.dms.services.observations.count()).toBe(before + 2);
+    expect(await t.dms.services.observations.count()).toBe(before + 2);
     expect(sink.actions.map((a) => a.ruleId)).toEqual(["hot"]);
     expect(sink.actions[0]!.idempotencyKey).toMatch(/^hot:t1:http:[0-9a-f-]{36}:0$/);
   });
@@ -82,10 +82,10 @@ describe("POST /observations", () => {
 
 describe("ObservationIngest (MQTT bridge, SET_RESOURCE)", () => {
   it("stores and evaluates what it is given, and resolves after that", async () => {
-    const before = t.dms.services.observations.count();
+    const before = await t.dms.services.observations.count();
     const handed = sink.actions.length;
     await t.dms.services.ingest!([{ thingName: "t1", timestamp: 1763000000100, state: { temp: 35 } }], "set-resource");
-    expect(t.dms.services.observations.count()).toBe(before + 1);
+    expect(await t.dms.services.observations.count()).toBe(before + 1);
     expect(sink.actions.length).toBe(handed + 1);
     expect(sink.actions[handed]!.payload.observation.id).toMatch(/^set-resource:[0-9a-f-]{36}$/);
   });
@@ -127,7 +127,7 @@ describe("an item is decoded once, and the decoded thing is authorized", () => {
     ["a nested string", { observation: JSON.stringify(forT1) }],
   ];
   it.each(cases)("%s, for a thing of another domain, changes nothing there", async (_what, item) => {
-    const before = t.dms.services.observations.count();
+    const before = await t.dms.services.observations.count();
     const handed = sink.actions.length;
     const stateBefore = JSON.stringify(t.dms.services.engine!.engine.thingState("t1"));
     const res = await t.call("POST", "/observations", { user: "eastie", body: [item] });
@@ -139,13 +139,13 @@ describe("an item is decoded once, and the decoded thing is authorized", () => {
         { index: 0, messageKey: "INVALID_ARGUMENTS", reason: expect.any(String), message: expect.any(String) },
       ],
     });
-    expect(t.dms.services.observations.count()).toBe(before);
+    expect(await t.dms.services.observations.count()).toBe(before);
     expect(sink.actions.length).toBe(handed);
     expect(JSON.stringify(t.dms.services.engine!.engine.thingState("t1"))).toBe(stateBefore);
   });
 
   it("items that are not objects are each their own INVALID_ARGUMENTS; the others are stored and evaluated", async () => {
-    const before = t.dms.services.observations.count();
+    const before = await t.dms.services.observations.count();
     const handed = sink.actions.length;
     const good = (ts: number) => ({ thingName: "t2", timestamp: ts, state: { temp: 40 } });
     const res = await t.call("POST", "/observations", {
@@ -168,7 +168,7 @@ describe("an item is decoded once, and the decoded thing is authorized", () => {
       message: "an observation is a JSON object",
     });
     expect(body.rejected[5]).toMatchObject({ reason: "missing-thing-name" });
-    expect(t.dms.services.observations.count()).toBe(before + 2);
+    expect(await t.dms.services.observations.count()).toBe(before + 2);
     expect(sink.actions.slice(handed).map((a) => a.payload.observation.timestamp)).toEqual([
       1763000000601, 1763000000603,
     ]);

@@ -3,6 +3,7 @@ import { Kafka, logLevel } from "kafkajs";
 import { afterAll, describe, expect, it } from "vitest";
 import { startTestDms, type TestDms } from "../support/dms.js";
 import { json } from "../support/http.js";
+import { storedObservations } from "../support/observations.js";
 import { freePortRange } from "../support/ports.js";
 import { kafkaEnv, startKafka, stopKafka } from "../support/kafka.js";
 import { until } from "../support/wait.js";
@@ -33,8 +34,7 @@ async function partitions(brokers: string, topic: string): Promise<number> {
   }
 }
 
-const stored = (t: TestDms, ts: number): number =>
-  t.dms.services.db.prepare<[number], { n: number }>("SELECT count(*) AS n FROM observations WHERE ts = ?").get(ts)!.n;
+const stored = (t: TestDms, ts: number): number => storedObservations(t, ts, ts).length;
 
 const readyz = async (t: TestDms) => {
   const res = await fetch(`${t.url}/readyz`);

@@ -1,7 +1,11 @@
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import mqtt from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ActionSink } from "../../src/actions/index.js";
+import { OBSERVATIONS_FILE } from "../../src/observations/index.js";
 import { startTestDms, type TestDms } from "../support/dms.js";
+import { storedObservations } from "../support/observations.js";
 import { json } from "../support/http.js";
 import { hot } from "../engine/support.js";
 
@@ -54,18 +58,11 @@ describe("device observations over MQTT", () => {
     await device.publishAsync("things/t1/observations", "not json", { qos: 1 });
     await device.endAsync();
 
-    const stored = await until(() => {
-      const row = t.dms.services.db
-        .prepare<[number], { thing_name: string; thing_type: string; domain: string; doc: string }>(
-          "SELECT thing_name, thing_type, domain, doc FROM observations WHERE ts = ?",
-        )
-        .get(timestamp);
-      return row;
-    });
-    expect(stored.thing_name).toBe("t1");
-    expect(stored.thing_type).toBe("10");
+    const stored = await until(() => storedObservations(t, timestamp, timestamp)[0]?.document);
+    expect(stored.thingName).toBe("t1");
+    expect(stored.thingType).toBe("10");
     expect(stored.domain).toBe("acme");
-    expect(JSON.parse(stored.doc).state).toEqual({ temp: 21.5 });
+    expect(stored.state).toEqual({ temp: 21.5 });
 
     // What was refused is a dead letter from the mqtt source of the device, with a reason, readable in its domain.
     const letters = await until(async () => {
@@ -79,10 +76,7 @@ describe("device observations over MQTT", () => {
       ["mqtt", "t1", "invalid-observation"],
       ["mqtt", "t1", "foreign-thing"],
     ]);
-    const others = t.dms.services.db
-      .prepare<[number], { n: number }>("SELECT count(*) AS n FROM observations WHERE ts = ?")
-      .get(timestamp - 1);
-    expect(others!.n).toBe(0);
+    expect(storedObservations(t, timestamp - 1, timestamp - 1)).toHaveLength(0);
     expect(t.dms.services.engine!.engine.thingState("e1")?.state.power).toBeUndefined();
   });
 });
@@ -95,10 +89,7 @@ describe("QoS 1 device observations (group commit)", () => {
       password: "dev-pw",
       reconnectPeriod,
     });
-  const storedAt = (timestamp: number): number =>
-    t.dms.services.db
-      .prepare<[number], { n: number }>("SELECT count(*) AS n FROM observations WHERE ts = ?")
-      .get(timestamp)!.n;
+  const storedAt = (timestamp: number): number => storedObservations(t, timestamp, timestamp).length;
 
   it("are acknowledged only once stored: every PUBACK finds its observation in the store", async () => {
     // Each batch triggers the rule and the sink takes its time, as an outbox on a busy disk would:
@@ -128,10 +119,7 @@ describe("QoS 1 device observations (group commit)", () => {
     );
     await Promise.all(devices.map((d) => d.endAsync()));
     expect(missingAtAck).toEqual([]);
-    const n = t.dms.services.db
-      .prepare<[number, number], { n: number }>("SELECT count(*) AS n FROM observations WHERE ts BETWEEN ? AND ?")
-      .get(base, base + 3000)!.n;
-    expect(n).toBe(180);
+    expect(storedObservations(t, base, base + 3000)).toHaveLength(180);
     t.dms.services.bus.emit("rule.changed", { id: hot.id, rule: null });
     sinkDelayMs = undefined;
   });
@@ -139,8 +127,9 @@ describe("QoS 1 device observations (group commit)", () => {
   it("are not acknowledged when the store fails, and stored once when the device publishes them again", async () => {
     const device = await connect("t2", 100);
     const timestamp = Date.now() + 2_000_000;
-    const db = t.dms.services.db;
-    db.exec("ALTER TABLE observations RENAME TO observations_away");
+    // Another connection holds the observation file's write lock past the writer's busy timeout (5 s).
+    const blocker = new Database(join(t.dataDir, OBSERVATIONS_FILE));
+    blocker.exec("BEGIN EXCLUSIVE");
     let acked = false;
     const publish = device
       .publishAsync("things/t2/observations", JSON.stringify({ timestamp, state: { temp: 7 } }), { qos: 1 })
@@ -148,7 +137,8 @@ describe("QoS 1 device observations (group commit)", () => {
     // The failed commit drops the connection without a PUBACK.
     await until(() => (device.connected ? undefined : true));
     expect(acked).toBe(false);
-    db.exec("ALTER TABLE observations_away RENAME TO observations");
+    blocker.exec("COMMIT");
+    blocker.close();
     // mqtt.js sends the unacknowledged publish again when it reconnects.
     await publish;
     expect(storedAt(timestamp)).toBe(1);

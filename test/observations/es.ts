@@ -1,5 +1,5 @@
 import { migrations } from "../../src/migrations.js";
-import { ObservationReader, ObservationStore, planFind, runFind } from "../../src/observations/index.js";
+import { openObservations, planFind, runFind } from "../../src/observations/index.js";
 import { openDatabase } from "../../src/store/index.js";
 import type { Payload } from "../support/http.js";
 
@@ -16,8 +16,9 @@ export const T0 = Date.parse("2017-01-01T00:00:00Z");
 /** An in-memory store holding `docs` (ids 1..n in order), searched as FIND does. */
 export function esIndex(docs: TestObservation[], now = Date.parse("2017-06-01T00:00:00Z")) {
   const db = openDatabase({ dataDir: ":memory:", migrations });
-  const store = new ObservationStore(db);
-  store.insertBatch(
+  const { store, reader } = openObservations({ dataDir: ":memory:", db, writerThread: false });
+  // In memory the store writes on this thread, before insertBatch returns.
+  void store.insertBatch(
     docs.map((d) => ({
       document: {
         thingName: d.thingName ?? "t1",
@@ -28,7 +29,6 @@ export function esIndex(docs: TestObservation[], now = Date.parse("2017-06-01T00
       },
     })),
   );
-  const reader = new ObservationReader(db);
   return {
     /** Runs an ES request as is (it must carry its own timestamp range). */
     raw(request: unknown, thingTypes = ["10", "20"], limit?: number): Payload {

@@ -74,7 +74,7 @@ describe("export jobs", () => {
     await new Promise<void>((r) => smtp.listen(0, "127.0.0.1", () => r()));
     const port = (smtp.server.address() as { port: number }).port;
     t = await startTestDms({ provision: PROVISION, env: { SMTP_URL: `smtp://127.0.0.1:${port}` } });
-    t.dms.services.observations.insertBatch(observations(20));
+    await t.dms.services.observations.insertBatch(observations(20));
   });
   afterAll(async () => {
     await t.close();
@@ -371,7 +371,7 @@ describe("export jobs", () => {
     const big = 200_000;
     const start = Date.parse("2026-02-01T00:00:00Z");
     for (let i = 0; i < big; i += 50_000)
-      t.dms.services.observations.insertBatch(observations(50_000, start + i * 10, 10));
+      await t.dms.services.observations.insertBatch(observations(50_000, start + i * 10, 10));
     // The synchronous inserts block the loop; let idle keep-alive sockets the server closed meanwhile go first.
     await new Promise((r) => setTimeout(r, 100));
     const job = await create({

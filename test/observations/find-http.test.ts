@@ -25,7 +25,7 @@ describe("POST /observations/find", () => {
         ],
       },
     });
-    t.dms.services.observations.insertBatch(
+    await t.dms.services.observations.insertBatch(
       [
         { thingName: "t1", thingType: "10", ts: NOW - 3_600_000, state: { temp: 20 } },
         { thingName: "t2", thingType: "10", ts: NOW - 7_200_000, state: { temp: 22 } },

@@ -38,8 +38,8 @@ function expectInvalid(body: Record<string, unknown>, ...fragments: string[]): v
   for (const f of fragments) expect(body.message).toContain(f);
 }
 
-function insert(t: TestDms, docs: { thingName: string; state: Record<string, unknown> }[]): void {
-  t.dms.services.observations.insertBatch(
+async function insert(t: TestDms, docs: { thingName: string; state: Record<string, unknown> }[]): Promise<void> {
+  await t.dms.services.observations.insertBatch(
     docs.map((d, i) => ({
       document: { thingName: d.thingName, thingType: "10", domain: "acme", timestamp: NOW - 1000 - i, state: d.state },
     })),
@@ -52,7 +52,7 @@ describe("FIND refuses what would break it, by name (finding 3)", () => {
   beforeAll(async () => {
     t = await startTestDms();
     find = (body) => t.call("POST", "/observations/find", { user: "alice", body });
-    insert(t, [
+    await insert(t, [
       { thingName: "t1", state: { temp: 20 } },
       { thingName: "t2", state: { temp: 22 } },
       { thingName: "t1", state: { temp: 24 } },
@@ -179,7 +179,7 @@ describe("backtracking patterns take linear time and the service keeps answering
       thingName: i % 2 === 0 ? "t1" : "t2",
       state: { s: i === 0 ? `${LONG}b` : LONG, [LONG]: i },
     }));
-    insert(t, docs);
+    await insert(t, docs);
     // The thread pool starts on first use; start it before measuring anything against it.
     expect((await find({ query: { size: 0, query: range } })).status).toBe(200);
   });
@@ -246,7 +246,7 @@ describe("a query over its time budget gets INVALID_ARGUMENTS and the service st
   beforeAll(async () => {
     t = await startTestDms({ env: { DMS_FIND_TIMEOUT_MS: "5000" } });
     find = (body) => t.call("POST", "/observations/find", { user: "alice", body });
-    insert(t, [
+    await insert(t, [
       ...Array.from({ length: 100_000 }, (_, i) => ({ thingName: i % 2 ? "t1" : "t2", state: { s: `${LONG}${i}` } })),
       { thingName: "small", state: { s: "x" } },
     ]);

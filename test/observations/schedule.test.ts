@@ -79,7 +79,7 @@ describe("scheduled export jobs", () => {
       // Tokens are checked against real time too, so the moved clock is driven through the service layer.
       const { exports, identity } = t.dms.services;
       const alice = identity.principal("alice")!;
-      t.dms.services.observations.insertBatch(seed(base));
+      await t.dms.services.observations.insertBatch(seed(base));
       const job = exports.service.create(alice, {
         jobName: "minutely",
         type: "scheduled",
@@ -113,7 +113,7 @@ describe("scheduled export jobs", () => {
     try {
       const first = await startTestDms({ dataDir, env: { DMS_ROLES: "api,scheduler" } });
       const now = Date.now();
-      first.dms.services.observations.insertBatch(seed(now));
+      await first.dms.services.observations.insertBatch(seed(now));
       const job = await json(
         await first.call("POST", "/observations/export/jobs", {
           user: "alice",

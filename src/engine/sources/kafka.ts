@@ -24,6 +24,9 @@ export interface KafkaSourceOptions {
   onLag?: (partition: number, lag: number) => void;
 }
 
+/** Chunks handed to the engine before the first of them is handled (see `eachBatch`). */
+const CHUNKS_IN_FLIGHT = 3;
+
 /**
  * The Kafka source: a kafkajs consumer group reading with `eachBatch`.
  * Offsets are resolved only after the engine's `handle` resolves for a chunk
@@ -79,19 +82,36 @@ export class KafkaObservationSource implements ObservationSource {
         const messages = batch.messages;
         // Reported before handling too, so a consumer stuck on a failing batch shows its lag grow.
         if (messages.length > 0) onLag?.(batch.partition, Number(batch.highWatermark) - Number(messages[0]!.offset));
-        for (let start = 0; start < messages.length; start += chunkSize) {
-          if (!isRunning() || isStale()) break;
-          const chunk = messages.slice(start, start + chunkSize);
-          const raws: RawObservation[] = chunk.map((m) => ({
-            key: m.key ? m.key.toString("utf8") : null,
-            value: m.value ?? Buffer.alloc(0),
-            position: { source, partition: batch.partition, offset: m.offset },
-          }));
-          await handle(raws);
-          const last = chunk[chunk.length - 1]!.offset;
+        // Chunks in flight at once: the engine evaluates one while the store writes the one before.
+        // Offsets are resolved in order, each once its chunk is handled (stored, actions in the
+        // outbox, state durable).
+        const inFlight: { handled: Promise<void>; last: string }[] = [];
+        const settleOldest = async (): Promise<void> => {
+          const { handled, last } = inFlight.shift()!;
+          await handled;
           resolveOffset(last);
           onLag?.(batch.partition, Math.max(0, Number(batch.highWatermark) - Number(last) - 1));
           await heartbeat();
+        };
+        try {
+          for (let start = 0; start < messages.length; start += chunkSize) {
+            if (!isRunning() || isStale()) break;
+            const chunk = messages.slice(start, start + chunkSize);
+            const raws: RawObservation[] = chunk.map((m) => ({
+              key: m.key ? m.key.toString("utf8") : null,
+              value: m.value ?? Buffer.alloc(0),
+              position: { source, partition: batch.partition, offset: m.offset },
+            }));
+            const handled = handle(raws);
+            // Awaited in order below; a failure of a later chunk while an earlier one is awaited is not unhandled.
+            handled.catch(() => undefined);
+            inFlight.push({ handled, last: chunk[chunk.length - 1]!.offset });
+            if (inFlight.length >= CHUNKS_IN_FLIGHT) await settleOldest();
+          }
+          while (inFlight.length > 0) await settleOldest();
+        } finally {
+          // A failed chunk fails the batch: the chunks after it are not resolved, and are handed over again.
+          inFlight.length = 0;
         }
         await commitOffsetsIfNecessary();
       },

@@ -3,7 +3,7 @@ import { getPriority, setPriority } from "node:os";
 import { workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { ApiError, type ErrorBody } from "../../errors/index.js";
-import { ObservationReader } from "../reader.js";
+import { SqliteObservationReader } from "../reader.js";
 import { timeBudgetExceeded } from "./limits.js";
 import type { Doc } from "./fields.js";
 import { planFind, runFind, searchDocs } from "./search.js";
@@ -41,7 +41,7 @@ lowerPriority(niceIncrement);
 // Its own connection, read-only: the database is in WAL mode, so reads here never block the writer.
 const db = new Database(file, { readonly: true, fileMustExist: true });
 db.pragma("busy_timeout = 5000");
-const reader = new ObservationReader(db);
+const reader = new SqliteObservationReader(db);
 
 export function runFindTask(task: FindTask): FindOutcome {
   if (task === "warm-up") return { json: "" };

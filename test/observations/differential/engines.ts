@@ -9,7 +9,7 @@
  */
 import { ApiError } from "../../../src/errors/index.js";
 import { migrations } from "../../../src/migrations.js";
-import { ObservationReader, ObservationStore, planFind, runFind } from "../../../src/observations/index.js";
+import { openObservations, planFind, runFind } from "../../../src/observations/index.js";
 import { openDatabase } from "../../../src/store/index.js";
 import { bulkIndex, openSearchCall } from "../../support/opensearch.js";
 import { indexMapping, THING_TYPES, type ObservationDoc } from "./data.js";
@@ -26,8 +26,9 @@ const isObject = (v: unknown): v is Json => v !== null && typeof v === "object" 
 /** dms: an in-memory store with the documents (row ids 1..n), searched by FIND over every thing type. */
 export function dmsEngine(docs: readonly ObservationDoc[], now: number) {
   const db = openDatabase({ dataDir: ":memory:", migrations });
-  new ObservationStore(db).insertBatch(docs.map((document) => ({ document })));
-  const reader = new ObservationReader(db);
+  const { store, reader } = openObservations({ dataDir: ":memory:", db, writerThread: false });
+  // In memory the store writes on this thread, before insertBatch returns.
+  void store.insertBatch(docs.map((document) => ({ document })));
   return {
     search(request: unknown): EngineAnswer {
       try {

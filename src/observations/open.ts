@@ -1,0 +1,94 @@
+import { migrate, openDatabase, type Db } from "../store/index.js";
+import { ObservationPartitions, partitionMigrations } from "./partitions.js";
+import { SqliteObservationReader, type ObservationReader } from "./reader.js";
+import { SqliteObservationStore, type ObservationStore } from "./store.js";
+import { ThreadedObservationStore } from "./writer.js";
+
+/** The observation store of a process and the reader FIND and exports use. */
+export interface OpenedObservations {
+  store: ObservationStore;
+  reader: ObservationReader;
+  /** The file FIND's threads open; `:memory:` when they cannot (they then run in-process). */
+  file: string;
+  close(): Promise<void>;
+}
+
+export interface OpenObservationsOptions {
+  /** The service's data directory, or `:memory:`. */
+  dataDir: string;
+  /** The service's database: holds the observations when in memory, and an older layout's table to move. */
+  db: Db;
+  /** Writes on a thread of their own (the engine's process); else on this thread (retention, tools). */
+  writerThread: boolean;
+  clock?: () => number;
+}
+
+export const OBSERVATIONS_FILE = "observations.sqlite";
+
+/**
+ * Observations live in a file of their own (`observations.sqlite` beside
+ * `dms.sqlite`): its writer (a thread) never waits for the service's writes,
+ * and the service's never wait for it. In memory (tests) they live in the
+ * service's database, written on this thread.
+ */
+export function openObservations(options: OpenObservationsOptions): OpenedObservations {
+  if (options.dataDir === ":memory:") {
+    migrate(options.db, partitionMigrations);
+    return {
+      store: new SqliteObservationStore(options.db, options.clock),
+      reader: new SqliteObservationReader(options.db),
+      file: ":memory:",
+      close: async () => {},
+    };
+  }
+  const db = openDatabase({ dataDir: options.dataDir, migrations: partitionMigrations, fileName: OBSERVATIONS_FILE });
+  moveLegacyTable(options.db, db);
+  const store = options.writerThread
+    ? new ThreadedObservationStore(db.name)
+    : new SqliteObservationStore(db, options.clock);
+  return {
+    store,
+    reader: new SqliteObservationReader(db),
+    file: db.name,
+    close: async () => {
+      await store.close();
+      db.close();
+    },
+  };
+}
+
+/** Rows moved per transaction from the single table of earlier versions. */
+const MOVE_CHUNK = 10_000;
+
+/**
+ * Earlier versions kept every observation in one `observations` table of the
+ * service's database: moved into the day partitions once, in chunks, then dropped.
+ */
+function moveLegacyTable(service: Db, observations: Db): void {
+  const legacy = service
+    .prepare<[], { n: number }>(
+      "SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'observations'",
+    )
+    .get()!.n;
+  if (legacy === 0) return;
+  const partitions = new ObservationPartitions(observations);
+  const page = service.prepare<
+    [number, number],
+    { id: number; thing_name: string; thing_type: string; domain: string; ts: number; doc: string }
+  >("SELECT id, thing_name, thing_type, domain, ts, doc FROM observations WHERE id > ? ORDER BY id LIMIT ?");
+  for (let after = 0; ;) {
+    const rows = page.all(after, MOVE_CHUNK);
+    if (rows.length === 0) break;
+    partitions.insert({
+      thingName: rows.map((r) => r.thing_name),
+      thingType: rows.map((r) => r.thing_type),
+      domain: rows.map((r) => r.domain),
+      ts: rows.map((r) => r.ts),
+      doc: rows.map((r) => r.doc),
+      stream: rows.map(() => null),
+      offset: rows.map(() => 0),
+    });
+    after = rows[rows.length - 1]!.id;
+  }
+  service.exec("DROP TABLE observations");
+}

@@ -1,0 +1,319 @@
+import type { Statement } from "better-sqlite3";
+import type { Db, Migration } from "../store/index.js";
+import type { StoredObservationInput } from "./types.js";
+
+/**
+ * A batch as the writer takes it, column by column: documents already JSON, so
+ * that handing a batch to the writer thread copies strings and numbers, not
+ * object graphs (structured clone of objects costs more than the JSON).
+ */
+export interface ObservationColumns {
+  thingName: string[];
+  thingType: string[];
+  domain: string[];
+  ts: number[];
+  doc: string[];
+  /** The replayable stream of each row, or null. */
+  stream: (string | null)[];
+  /** Its offset in the stream (0 where `stream` is null). */
+  offset: number[];
+}
+
+/** Serializes a batch: the work that stays on the engine's thread. */
+export function toColumns(inputs: readonly StoredObservationInput[]): ObservationColumns {
+  const n = inputs.length;
+  const columns: ObservationColumns = {
+    thingName: new Array<string>(n),
+    thingType: new Array<string>(n),
+    domain: new Array<string>(n),
+    ts: new Array<number>(n),
+    doc: new Array<string>(n),
+    stream: new Array<string | null>(n),
+    offset: new Array<number>(n),
+  };
+  for (let i = 0; i < n; i++) {
+    const { from, document: d } = inputs[i]!;
+    columns.thingName[i] = d.thingName;
+    columns.thingType[i] = d.thingType;
+    columns.domain[i] = d.domain;
+    columns.ts[i] = d.timestamp;
+    columns.doc[i] = JSON.stringify(d);
+    columns.stream[i] = from?.stream ?? null;
+    columns.offset[i] = from?.offset ?? 0;
+  }
+  return columns;
+}
+
+export const DAY_MS = 86_400_000;
+/**
+ * How long after its day ends a partition may still take most of its rows (late
+ * devices, clock skew, a consumer catching up): its thing index is built after that.
+ */
+export const CLOSE_GRACE_MS = 2 * 3_600_000;
+/** How often the writer looks for closed partitions to index. */
+const MAINTAIN_EVERY_MS = 60_000;
+
+/**
+ * The observation file's own tables: the catalog of day partitions, the id
+ * sequence shared by every partition (an id is unique across them: FIND's
+ * `_id`, the export's paging key), and the marks of each replayable stream.
+ */
+export const partitionMigrations: Migration[] = [
+  {
+    id: "observations-partitions-001",
+    up: `
+      CREATE TABLE observation_partitions (
+        day INTEGER PRIMARY KEY,
+        -- 1 once the thing index exists: built when the day has closed, in one sort, not row by row.
+        indexed INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE TABLE observation_ids (one INTEGER PRIMARY KEY CHECK (one = 1), next INTEGER NOT NULL);
+      INSERT INTO observation_ids VALUES (1, 1);
+      -- Per replayable stream (kafka:<topic>:<partition>), the last offset stored: a replay stores nothing twice.
+      CREATE TABLE observation_marks (stream TEXT PRIMARY KEY, offset INTEGER NOT NULL);
+    `,
+  },
+];
+
+/** The table of a UTC day (days since the epoch; negative before 1970). */
+export function partitionTable(day: number): string {
+  return day < 0 ? `observations_dm${-day}` : `observations_d${day}`;
+}
+
+export function dayOf(ts: number): number {
+  return Math.floor(ts / DAY_MS);
+}
+
+/**
+ * Observations in one table per UTC day of their timestamp. Why days:
+ * - the insert of a stream pays for two indexes that take rows in order
+ *   ((thing_type, ts): a hundred or so insertion points; ts: the right edge),
+ *   not for the (thing_name, ts) index, whose inserts land all over its
+ *   B-tree (measured: three times the cost of the row). A day gets that index
+ *   when it has closed, built in one sort; until then, reads by thing of the
+ *   open day go through the type and time indexes;
+ * - retention drops whole days (a DROP TABLE frees pages without touching
+ *   rows or indexes) and deletes only the rows of the one day the cutoff cuts;
+ * - a query reads only the days it spans.
+ * Synchronous, on one connection: the writer thread and the in-process store run it alike.
+ */
+export class ObservationPartitions {
+  private readonly inserts = new Map<number, Statement>();
+  private readonly known = new Set<number>();
+  private readonly markOf: Statement<[string], { offset: number }>;
+  private readonly setMark: Statement<[string, number]>;
+  private readonly reserve: Statement<[number], { next: number }>;
+  private lastMaintained = 0;
+  /**
+   * Per stream, the first offset of a batch that failed to store. A later batch of the stream
+   * that starts past it would move the mark over the failed rows, and the replay that brings
+   * them back would skip them: refused until the stream is handed over again from the hole.
+   */
+  private readonly holes = new Map<string, number>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: () => number = Date.now,
+  ) {
+    this.markOf = db.prepare("SELECT offset FROM observation_marks WHERE stream = ?");
+    this.setMark = db.prepare(
+      "INSERT INTO observation_marks (stream, offset) VALUES (?, ?) ON CONFLICT(stream) DO UPDATE SET offset = excluded.offset",
+    );
+    this.reserve = db.prepare("UPDATE observation_ids SET next = next + ? RETURNING next");
+    for (const { day } of db.prepare<[], { day: number }>("SELECT day FROM observation_partitions").all()) {
+      this.known.add(day);
+    }
+    // The first look a minute after start: a bulk load right after start is not indexed row by row.
+    this.lastMaintained = clock();
+  }
+
+  /**
+   * Stores a batch in one transaction; a row of a replayable stream at or below
+   * the stream's mark was stored before (a replay after a crash) and is skipped.
+   * Answers the rows stored.
+   */
+  insert(rows: ObservationColumns): number {
+    this.checkHoles(rows);
+    let stored: number;
+    try {
+      stored = this.write(rows);
+    } catch (err) {
+      this.recordHoles(rows);
+      throw err;
+    }
+    this.maintain();
+    return stored;
+  }
+
+  private write(rows: ObservationColumns): number {
+    return this.db.transaction(() => {
+      const marks = new Map<string, number>();
+      const keep: number[] = [];
+      for (let i = 0; i < rows.doc.length; i++) {
+        const stream = rows.stream[i];
+        if (stream === null || stream === undefined) {
+          keep.push(i);
+          continue;
+        }
+        const offset = rows.offset[i]!;
+        let mark = marks.get(stream);
+        if (mark === undefined) mark = this.markOf.get(stream)?.offset ?? -1;
+        if (offset <= mark) continue;
+        marks.set(stream, offset);
+        keep.push(i);
+      }
+      if (keep.length === 0) return 0;
+      // Ids from the shared sequence, reserved under the write lock: writers in other processes get others.
+      let id = this.reserve.get(keep.length)!.next - keep.length;
+      for (const i of keep) {
+        const ts = rows.ts[i]!;
+        const day = dayOf(ts);
+        const args = [id++, rows.thingName[i], rows.thingType[i], rows.domain[i], ts, rows.doc[i]] as const;
+        try {
+          this.insertStatement(day).run(...args);
+        } catch (err) {
+          // Another process's retention dropped the day (a late row older than the window): made again.
+          if (!(err instanceof Error && /no such table/.test(err.message))) throw err;
+          this.forget(day);
+          this.insertStatement(day).run(...args);
+        }
+      }
+      for (const [stream, offset] of marks) this.setMark.run(stream, offset);
+      return keep.length;
+    })();
+  }
+
+  private checkHoles(rows: ObservationColumns): void {
+    if (this.holes.size === 0) return;
+    for (const [stream, offset] of firstOffsets(rows)) {
+      const hole = this.holes.get(stream);
+      if (hole === undefined) continue;
+      if (offset > hole) {
+        throw new Error(`observations of ${stream} from offset ${hole} failed to store: hand them over again first`);
+      }
+      this.holes.delete(stream);
+    }
+  }
+
+  private recordHoles(rows: ObservationColumns): void {
+    for (const [stream, offset] of firstOffsets(rows)) {
+      if (!this.holes.has(stream)) this.holes.set(stream, offset);
+    }
+  }
+
+  /** Days that may hold rows in [from, to], ascending. */
+  days(from: number, to: number): number[] {
+    return this.db
+      .prepare<[number, number], { day: number }>(
+        "SELECT day FROM observation_partitions WHERE day >= ? AND day <= ? ORDER BY day",
+      )
+      .all(dayOf(from), dayOf(to))
+      .map((r) => r.day);
+  }
+
+  count(): number {
+    let n = 0;
+    for (const day of this.days(-Infinity, Infinity)) {
+      n += this.db.prepare<[], { n: number }>(`SELECT count(*) AS n FROM ${partitionTable(day)}`).get()!.n;
+    }
+    return n;
+  }
+
+  /**
+   * Deletes up to `limit` rows older than `cutoff` (epoch ms): whole days first
+   * (each dropped at once, however large, and counted whole), then rows of the
+   * day the cutoff falls in, oldest first. Answers the rows deleted.
+   */
+  deleteOlderThan(cutoff: number, limit: number): number {
+    let deleted = 0;
+    for (const day of this.days(-Infinity, cutoff)) {
+      const table = partitionTable(day);
+      if ((day + 1) * DAY_MS <= cutoff) {
+        this.db.transaction(() => {
+          deleted += this.db.prepare<[], { n: number }>(`SELECT count(*) AS n FROM ${table}`).get()!.n;
+          this.db.exec(`DROP TABLE ${table}`);
+          this.db.prepare("DELETE FROM observation_partitions WHERE day = ?").run(day);
+        })();
+        this.forget(day);
+        continue;
+      }
+      deleted += this.db
+        .prepare<[number, number]>(
+          `DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ts < ? ORDER BY ts LIMIT ?)`,
+        )
+        .run(cutoff, Math.max(0, limit - deleted)).changes;
+    }
+    return deleted;
+  }
+
+  /**
+   * Builds the thing index of every day closed since the last look. Runs after a
+   * batch at most once a minute (or when forced), so a day's index is built once,
+   * by the writer; until then a day's reads by thing go through its type index.
+   */
+  maintain(force = false): void {
+    const now = this.clock();
+    if (!force && now - this.lastMaintained < MAINTAIN_EVERY_MS) return;
+    this.lastMaintained = now;
+    const open = this.db.prepare<[], { day: number }>("SELECT day FROM observation_partitions WHERE indexed = 0").all();
+    for (const { day } of open) if (closed(day, now)) this.indexThings(day);
+  }
+
+  private insertStatement(day: number): Statement {
+    let statement = this.inserts.get(day);
+    if (statement === undefined) {
+      if (!this.known.has(day)) this.create(day);
+      statement = this.db.prepare(
+        `INSERT INTO ${partitionTable(day)} (id, thing_name, thing_type, domain, ts, doc) VALUES (?, ?, ?, ?, ?, ?)`,
+      );
+      this.inserts.set(day, statement);
+    }
+    return statement;
+  }
+
+  private create(day: number): void {
+    const table = partitionTable(day);
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS ${table} (
+        id INTEGER PRIMARY KEY,
+        thing_name TEXT NOT NULL,
+        thing_type TEXT NOT NULL,
+        domain TEXT NOT NULL,
+        ts INTEGER NOT NULL,
+        doc TEXT NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS ${table}_ts ON ${table}(ts);
+      CREATE INDEX IF NOT EXISTS ${table}_type_ts ON ${table}(thing_type, ts);
+    `);
+    this.db.prepare("INSERT OR IGNORE INTO observation_partitions (day) VALUES (?)").run(day);
+    this.known.add(day);
+    // A day that closed already (history loaded in bulk, a late device) is indexed by the next
+    // maintenance too, after its rows: one sort rather than an insert per row into the index.
+  }
+
+  private indexThings(day: number): void {
+    const table = partitionTable(day);
+    this.db.transaction(() => {
+      this.db.exec(`CREATE INDEX IF NOT EXISTS ${table}_thing_ts ON ${table}(thing_name, ts)`);
+      this.db.prepare("UPDATE observation_partitions SET indexed = 1 WHERE day = ?").run(day);
+    })();
+  }
+
+  private forget(day: number): void {
+    this.known.delete(day);
+    this.inserts.delete(day);
+  }
+}
+
+function firstOffsets(rows: ObservationColumns): Map<string, number> {
+  const first = new Map<string, number>();
+  for (let i = 0; i < rows.stream.length; i++) {
+    const stream = rows.stream[i];
+    if (stream !== null && stream !== undefined && !first.has(stream)) first.set(stream, rows.offset[i]!);
+  }
+  return first;
+}
+
+function closed(day: number, now: number): boolean {
+  return (day + 1) * DAY_MS + CLOSE_GRACE_MS <= now;
+}

@@ -1,0 +1,48 @@
+import { parentPort, workerData } from "node:worker_threads";
+import Database from "better-sqlite3";
+import { ObservationPartitions } from "./partitions.js";
+import type { WriterReply, WriterRequest, WriterData } from "./writer.js";
+
+/**
+ * The observation writer: its own connection to the observation file, so the
+ * engine's thread only serializes a batch and posts it; the inserts, the
+ * retention deletes and the index builds run here, on the machine's other core.
+ * Requests are handled one at a time, in the order posted.
+ */
+const { file } = workerData as WriterData;
+const db = new Database(file);
+db.pragma("journal_mode = WAL");
+db.pragma("synchronous = NORMAL");
+db.pragma("busy_timeout = 5000");
+db.pragma("cache_size = -65536");
+const partitions = new ObservationPartitions(db);
+const port = parentPort!;
+
+port.on("message", (request: WriterRequest) => {
+  let reply: WriterReply;
+  try {
+    switch (request.op) {
+      case "insert":
+        reply = { id: request.id, value: partitions.insert(request.rows) };
+        break;
+      case "delete":
+        reply = { id: request.id, value: partitions.deleteOlderThan(request.cutoff, request.limit) };
+        break;
+      case "count":
+        reply = { id: request.id, value: partitions.count() };
+        break;
+      case "maintain":
+        partitions.maintain(true);
+        reply = { id: request.id, value: 0 };
+        break;
+      case "close":
+        db.close();
+        port.postMessage({ id: request.id, value: 0 } satisfies WriterReply);
+        port.close();
+        return;
+    }
+  } catch (err) {
+    reply = { id: request.id, error: err instanceof Error ? err.message : String(err) };
+  }
+  port.postMessage(reply);
+});
