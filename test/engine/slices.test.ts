@@ -10,7 +10,7 @@ import {
 } from "../../src/engine/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { freePortRange } from "../support/ports.js";
-import { CollectingSink } from "./support.js";
+import { CollectingSink, hot } from "./support.js";
 
 const THINGS = new Map<string, ThingInfo>(
   ["a", "b", "c"].map((name) => [
@@ -19,16 +19,8 @@ const THINGS = new Map<string, ThingInfo>(
   ]),
 );
 
-/** temp > 30 three times in a row. */
-const warm: Rule = {
-  id: "warm",
-  name: "warm",
-  enabled: true,
-  filter: { domain: "acme", thingType: "10" },
-  expression: [{ operator: "gt", resource: "temp", value: 30 }],
-  threshold: { count: 3, interval: 0 },
-  actions: [{ type: "EVENT", config: { classification: "ALARM", message: "warm" } }],
-};
+/** temp > 30 three times in a row: counts that run across slices. */
+const warm: Rule = { ...hot, id: "warm", name: "warm", threshold: { count: 3, interval: 0 } };
 
 function engine(): { engine: RuleEngine; sink: CollectingSink; stored: (string | undefined)[] } {
   const sink = new CollectingSink();
