@@ -44,7 +44,17 @@ export class Runtimes {
     }
     let state = this.state.thing(thingName);
     if (state === undefined) {
-      state = { thingName, timestamp: 0, state: {}, seq: 0 };
+      // Every field the engine sets later is here from the start: added afterwards, they would
+      // cost each thing a second, out-of-object property store.
+      state = {
+        thingName,
+        timestamp: 0,
+        state: {},
+        seq: 0,
+        lastSource: undefined,
+        lastOffset: undefined,
+        thresholds: undefined,
+      };
       this.state.add(state);
     }
     const rt: Runtime = {

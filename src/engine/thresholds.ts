@@ -1,14 +1,17 @@
 import type { CompiledRule, EvalContext, RuleSet } from "./compile/index.js";
 import type { RuleIndex } from "./rule-index.js";
-import type { ThresholdState } from "./state/index.js";
+import { isLive, type ThresholdState } from "./state/index.js";
 import type { Runtime } from "./runtimes.js";
-
-const MAX_SPARE_THRESHOLDS = 10_000;
 
 /**
  * Threshold counting: per (rule, thing), consecutive matching observations of the thing, and the
  * rules that reached their count (and interval) with this observation. Entries live in the thing's
- * state (`ThingState.thresholds`), only while they matter (see `prune`).
+ * state (`ThingState.thresholds`). An entry that no longer matters (see `prune`) is made inert in
+ * place (count 0, never fired: exactly what no entry means) rather than removed, and the next rule
+ * that needs an entry for the thing takes it over. The thing's list keeps its size (the most rules
+ * live for it at once) and its entries stay its own: no array is emptied and grown again, no
+ * entry travels between things, so the hot path allocates nothing that would outlive a young
+ * generation and touches no other thing's memory. `isLive` tells the entries a store need keep.
  */
 export class Thresholds {
   /** The rules that fired for the current observation, `count` of them (see `count`). */
@@ -16,12 +19,6 @@ export class Thresholds {
   /** Rule matches counted since `reset` (all expressions true), for the benchmark. */
   matches = 0;
   private readonly matched: CompiledRule[] = [];
-  /**
-   * Threshold entries pruned from one thing, reused for the next match anywhere: a match
-   * lives for a few observations of its thing, and allocating each would feed the GC.
-   * Nothing else holds a pruned entry (state stores read the things' lists when they flush).
-   */
-  private readonly spare: ThresholdState[] = [];
 
   constructor(private readonly rules: RuleIndex) {}
 
@@ -43,17 +40,20 @@ export class Thresholds {
       let list = st.thresholds;
       if (list === undefined) list = st.thresholds = [];
       let th: ThresholdState | undefined;
+      let inert: ThresholdState | undefined;
       for (let j = 0; j < list.length; j++) {
-        if (list[j]!.ruleId === rule.id) {
-          th = list[j];
+        const e = list[j]!;
+        if (e.ruleId === rule.id) {
+          th = e;
           break;
         }
+        if (inert === undefined && !isLive(e)) inert = e;
       }
       if (th === undefined) {
-        th = this.spare.pop() ?? { ruleId: "", count: 0, lastFiredAt: 0, lastSeq: -1, version: 0 };
-        th.ruleId = rule.id;
+        if (inert === undefined)
+          list.push((th = { ruleId: rule.id, count: 0, lastFiredAt: 0, lastSeq: -1, version: 0 }));
+        else (th = inert).ruleId = rule.id;
         startOver(th, rule.version);
-        list.push(th);
       } else if (th.version !== rule.version) {
         // Counted under the rule's previous conditions (kept in the database while the rule changed).
         // An entry from before versions existed has none: it keeps its count, as it always has.
@@ -65,7 +65,7 @@ export class Thresholds {
       th.lastSeq = seq;
       if (th.count >= rule.count && (th.lastFiredAt === 0 || now - th.lastFiredAt >= rule.intervalMs)) {
         th.count = 0;
-        // Only an interval needs the time; without one the entry can go.
+        // Only an interval needs the time; without one the entry is inert again.
         th.lastFiredAt = rule.intervalMs > 0 ? now : 0;
         this.fired[fired++] = rule;
       }
@@ -78,29 +78,28 @@ export class Thresholds {
    * count this observation does not concern (it carries none of the rule's
    * resources: it neither matches nor resets, so the count goes on as if it
    * had not been seen), or a firing whose interval has not passed. Everything
-   * else equals no entry. Only live entries pay the concern test: a rule at
-   * count 0 has nothing to reset.
+   * else equals no entry, and is made inert. Only live entries pay the concern
+   * test: a rule at count 0 has nothing to reset.
    */
   prune(list: ThresholdState[], ctx: EvalContext, seq: number, now: number): void {
-    let w = 0;
     for (let r = 0; r < list.length; r++) {
       const e = list[r]!;
-      let keep = e.lastSeq === seq && e.count > 0;
-      if (!keep && e.count > 0 && e.lastSeq === seq - 1) {
-        const rule = this.rules.rule(e.ruleId);
-        if (rule !== undefined && !rule.concerns(ctx)) {
-          e.lastSeq = seq;
-          keep = true;
+      if (e.count > 0) {
+        if (e.lastSeq === seq) continue;
+        if (e.lastSeq === seq - 1) {
+          const rule = this.rules.rule(e.ruleId);
+          if (rule !== undefined && !rule.concerns(ctx)) {
+            e.lastSeq = seq;
+            continue;
+          }
         }
+        e.count = 0;
       }
-      if (!keep && e.lastFiredAt !== 0) {
+      if (e.lastFiredAt !== 0) {
         const rule = this.rules.rule(e.ruleId);
-        keep = rule !== undefined && now - e.lastFiredAt < rule.intervalMs;
+        if (rule === undefined || now - e.lastFiredAt >= rule.intervalMs) e.lastFiredAt = 0;
       }
-      if (keep) list[w++] = e;
-      else if (this.spare.length < MAX_SPARE_THRESHOLDS) this.spare.push(e);
     }
-    list.length = w;
   }
 }
 

@@ -1,3 +1,3 @@
-export type { StateStore, ThingState, ThresholdState } from "./store.js";
+export { isLive, type StateStore, type ThingState, type ThresholdState } from "./store.js";
 export { MemoryStateStore } from "./memory.js";
 export { SqliteStateStore, stateMigrations } from "./sqlite.js";

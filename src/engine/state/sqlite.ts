@@ -1,5 +1,5 @@
 import type { Db, Migration } from "../../store/index.js";
-import type { ThingState } from "./store.js";
+import { isLive, type ThingState } from "./store.js";
 import { MemoryStateStore } from "./memory.js";
 
 export const stateMigrations: Migration[] = [
@@ -90,7 +90,9 @@ export class SqliteStateStore extends MemoryStateStore {
   private write(t: ThingState): void {
     const doc: Pick<ThingState, "state" | "nested" | "thresholds"> = { state: t.state };
     if (t.nested) doc.nested = t.nested;
-    if (t.thresholds?.length) doc.thresholds = t.thresholds;
+    // Inert entries are the engine's spare slots: no entry means the same.
+    const live = t.thresholds?.filter(isLive);
+    if (live?.length) doc.thresholds = live;
     this.upsert.run(
       t.thingName,
       t.timestamp,

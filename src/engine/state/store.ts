@@ -16,10 +16,12 @@ export interface ThingState {
   lastSource?: string;
   lastOffset?: number;
   /**
-   * The live thresholds of this thing: only rules that matched its previous
-   * observation (a count that can go on) or fired within their interval. Any
-   * other (rule, thing) pair is at count 0 and never fired recently, so it
-   * needs no entry; this keeps state small however many rules match now and then.
+   * The thresholds of this thing: live entries for rules that matched its previous
+   * observation (a count that can go on) or fired within their interval, and inert
+   * ones (`isLive` false) the engine reuses for the next rule that matches. Any other
+   * (rule, thing) pair is at count 0 and never fired recently, so it needs no entry;
+   * this keeps state small however many rules match now and then. Stores keep only
+   * the live entries.
    */
   thresholds?: ThresholdState[];
 }
@@ -35,6 +37,11 @@ export interface ThresholdState {
   lastSeq?: number;
   /** The rule's conditions version (`CompiledRule.version`) this entry counts under. */
   version?: number;
+}
+
+/** Whether an entry holds anything: a count going on, or a firing whose interval may not have passed. */
+export function isLive(e: ThresholdState): boolean {
+  return e.count > 0 || e.lastFiredAt !== 0;
 }
 
 /**
