@@ -7,13 +7,13 @@ import { join } from "node:path";
 import { Outbox, realTimers, type ActionSink, type Timers } from "./actions/index.js";
 import { createApp, routeModules, type Api } from "./api/index.js";
 import { Identity, Tokens, authentication, jwtSecret } from "./auth/index.js";
-import { BusRelay, EventBus } from "./bus/index.js";
+import { BusRelay, EventBus, SqliteBusEventStore } from "./bus/index.js";
 import { topicLayout, type Config } from "./config/index.js";
 import { answerMalformedRequests } from "./errors/index.js";
 import { SqliteEventStore, kafkaPublisher, noPublisher, type EventStore } from "./events/index.js";
 import {
   createEngineService,
-  DeadLetterStore,
+  SqliteDeadLetterStore,
   deviceIngest,
   MqttObservationSource,
   type EngineService,
@@ -170,8 +170,10 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   // Processes that share this database (roles split over processes) follow each other's changes
   // through it; started before provisioning so that running processes see its changes too.
   const relay =
-    config.DMS_DATA_DIR === ":memory:" ? undefined : new BusRelay({ db, bus, logger, pollMs: config.DMS_BUS_POLL_MS });
-  relay?.start();
+    config.DMS_DATA_DIR === ":memory:"
+      ? undefined
+      : new BusRelay({ store: new SqliteBusEventStore(db), bus, logger, pollMs: config.DMS_BUS_POLL_MS });
+  await relay?.start();
 
   // The capabilities every process has: REST in any process answers with them.
   const identity = new Identity(db, bus);
@@ -437,7 +439,7 @@ function createDeviceBridge(
   const takeDevice = deviceIngest({
     topic: observationsTopic?.ingest,
     engine: engine?.accept,
-    deadLetters: new DeadLetterStore(db),
+    deadLetters: new SqliteDeadLetterStore(db),
     domainOf: (thingName) => registry.thing(thingName)?.domain,
     clock,
   });

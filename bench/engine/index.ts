@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { TriggeredAction } from "../../src/actions/index.js";
 import {
-  DeadLetterStore,
+  SqliteDeadLetterStore,
   decodeMessages,
   MemoryStateStore,
   readGeoPoint,
@@ -328,7 +328,7 @@ async function runDurable(
       state: new SqliteStateStore(db),
       sink: discard,
       observations: new ObservationStore(db),
-      deadLetters: new DeadLetterStore(db),
+      deadLetters: new SqliteDeadLetterStore(db),
     });
     engine.load(w.rules);
     const t0 = performance.now();

@@ -2,7 +2,7 @@ import type { StoredObservationInput } from "../observations/index.js";
 import type { Rule } from "../rule-model/index.js";
 import { EvalContext, readGeoPoint, type CompileOptions } from "./compile/index.js";
 import { deadLetter, observationId, storedObservation, wrongType } from "./checks.js";
-import type { DeadLetter, DeadLetterReason } from "./dead-letters.js";
+import type { DeadLetter, DeadLetterReason, DeadLetterStore } from "./dead-letters/index.js";
 import type { Ingested, Refusal } from "./decode.js";
 import { RuleIndex, type TypeRules } from "./rule-index.js";
 import { mergeNested, Runtimes, type Runtime } from "./runtimes.js";
@@ -18,7 +18,7 @@ export interface EngineOptions {
   sink: ActionSink;
   /** Where accepted observations are written, one transaction per batch. */
   observations?: { insertBatch(inputs: readonly StoredObservationInput[]): void } | undefined;
-  deadLetters?: { insertBatch(letters: readonly DeadLetter[]): void } | undefined;
+  deadLetters?: Pick<DeadLetterStore, "insertBatch"> | undefined;
   clock?: () => number;
   compile?: CompileOptions;
   /** Find constant comparisons through sorted indexes (default); false scans every rule of the type. */
@@ -190,7 +190,7 @@ export class RuleEngine {
     try {
       if (work.actions.length > 0) await this.options.sink.accept(work.actions);
       this.options.observations?.insertBatch(work.stored);
-      this.options.deadLetters?.insertBatch(work.deadLetters);
+      await this.options.deadLetters?.insertBatch(work.deadLetters);
       await this.options.state.flush(work.changed);
     } catch (err) {
       this.rewind();
