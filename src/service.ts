@@ -4,7 +4,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Outbox, realTimers, type ActionSink, type Timers } from "./actions/index.js";
+import { Outbox, SqliteOutboxStore, realTimers, type ActionSink, type Timers } from "./actions/index.js";
 import { createApp, routeModules, type Api } from "./api/index.js";
 import { Identity, Tokens, authentication, jwtSecret } from "./auth/index.js";
 import { BusRelay, EventBus, SqliteBusEventStore } from "./bus/index.js";
@@ -236,7 +236,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     ? observationsProducer(config.KAFKA_BROKERS, config.KAFKA_OBSERVATIONS_TOPIC, topicLayout(config), logger)
     : undefined;
   const actions = new Outbox({
-    db,
+    store: new SqliteOutboxStore(db),
     logger,
     timers,
     concurrency: options.actionConcurrency,
