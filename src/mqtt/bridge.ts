@@ -193,10 +193,10 @@ export class DeviceBridge {
     }
     if (parts[2] !== "jobs" || parts.length < 4 || REPLY.test(topic)) return;
     this.received.inc({ kind: "jobs" });
-    this.options.jobs.handle(thingName, parts.slice(3).join("/"), payload).then(
-      (answers) => this.publish(answers),
-      (err: unknown) => this.options.logger.error({ err, topic }, "device jobs request failed"),
-    );
+    this.options.jobs
+      .handle(thingName, parts.slice(3).join("/"), payload)
+      .then((answers) => this.publish(answers))
+      .catch((err: unknown) => this.options.logger.error({ err, topic }, "device jobs request failed"));
   }
 
   /** Hands one device publish to the observation handler; undefined when this process takes none. */
