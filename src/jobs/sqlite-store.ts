@@ -23,7 +23,11 @@ export class SqliteJobStore implements JobStore {
   /**
    * The callback awaits only this store, whose methods answer at once, so the
    * transaction ends in the turn of the event loop that began it: no new
-   * request, device message or timer is handled while it is open.
+   * request, device message or timer is handled while it is open. A statement
+   * of another promise chain under way in that same turn would run inside it
+   * (and be rolled back with it); job changes start in turns of their own
+   * (a request, a device message, the scheduler's timer, a registry event
+   * deferred by `ThingJobs`), where no other writer is under way.
    */
   private async inTransaction<T>(work: () => Promise<T>): Promise<T> {
     this.db.exec("BEGIN IMMEDIATE");
