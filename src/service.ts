@@ -4,16 +4,16 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Outbox, realTimers, type ActionSink, type Timers } from "./actions/index.js";
+import { Outbox, SqliteOutboxStore, realTimers, type ActionSink, type Timers } from "./actions/index.js";
 import { createApp, routeModules, type Api } from "./api/index.js";
 import { Identity, Tokens, authentication, jwtSecret } from "./auth/index.js";
-import { BusRelay, EventBus } from "./bus/index.js";
+import { BusRelay, EventBus, SqliteBusEventStore } from "./bus/index.js";
 import { topicLayout, type Config } from "./config/index.js";
 import { answerMalformedRequests } from "./errors/index.js";
 import { SqliteEventStore, kafkaPublisher, noPublisher, type EventStore } from "./events/index.js";
 import {
   createEngineService,
-  DeadLetterStore,
+  SqliteDeadLetterStore,
   deviceIngest,
   MqttObservationSource,
   type EngineService,
@@ -171,8 +171,10 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   // Processes that share this database (roles split over processes) follow each other's changes
   // through it; started before provisioning so that running processes see its changes too.
   const relay =
-    config.DMS_DATA_DIR === ":memory:" ? undefined : new BusRelay({ db, bus, logger, pollMs: config.DMS_BUS_POLL_MS });
-  relay?.start();
+    config.DMS_DATA_DIR === ":memory:"
+      ? undefined
+      : new BusRelay({ store: new SqliteBusEventStore(db), bus, logger, pollMs: config.DMS_BUS_POLL_MS });
+  await relay?.start();
 
   // The capabilities every process has: REST in any process answers with them.
   const identity = new Identity(db, bus);
@@ -238,7 +240,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     ? observationsProducer(config.KAFKA_BROKERS, config.KAFKA_OBSERVATIONS_TOPIC, topicLayout(config), logger)
     : undefined;
   const actions = new Outbox({
-    db,
+    store: new SqliteOutboxStore(db),
     logger,
     timers,
     concurrency: options.actionConcurrency,
@@ -448,7 +450,7 @@ function createDeviceBridge(
   const takeDevice = deviceIngest({
     topic: observationsTopic?.ingest,
     engine: engine?.accept,
-    deadLetters: new DeadLetterStore(db),
+    deadLetters: new SqliteDeadLetterStore(db),
     domainOf: (thingName) => registry.thing(thingName)?.domain,
     clock,
   });

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { TriggeredAction } from "../../src/actions/index.js";
 import {
-  DeadLetterStore,
+  SqliteDeadLetterStore,
   decodeMessages,
   MemoryStateStore,
   RuleEngine,
@@ -59,7 +59,7 @@ export async function runDurable(
       state: new SqliteStateStore(db),
       sink: discard,
       observations: observations.store,
-      deadLetters: new DeadLetterStore(db),
+      deadLetters: new SqliteDeadLetterStore(db),
       clock,
     });
     const memory = new RuleEngine({ resolveThing, state: new MemoryStateStore(), sink: discard, clock });

@@ -168,16 +168,16 @@ async function scenario(name: string, mqttUrl: string | undefined): Promise<Resu
     progress(`${name}: CREATE answered in ${createMs.toFixed(0)} ms`);
     const deadline = Date.now() + 10 * 60_000;
     let report = Date.now() + 5000;
-    while (jobs.jobRow(jobId)?.status !== "COMPLETED") {
+    while ((await jobs.jobRow(jobId))?.status !== "COMPLETED") {
       if (Date.now() > deadline) throw new Error("the job did not complete within 10 minutes");
       if (Date.now() > report) {
         report = Date.now() + 5000;
-        progress(`${name}: ${JSON.stringify(jobs.describe(jobId).jobProcessDetails)}`);
+        progress(`${name}: ${JSON.stringify((await jobs.describe(jobId)).jobProcessDetails)}`);
       }
       await new Promise((r) => setTimeout(r, 5));
     }
     const totalMs = performance.now() - started;
-    const succeeded = jobs.describe(jobId).jobProcessDetails.numberOfSucceededThings;
+    const succeeded = (await jobs.describe(jobId)).jobProcessDetails.numberOfSucceededThings;
     // The last notify/notify-next pairs are still on their way when the job completes: wait until quiet.
     let stats = { notifications: -1, lastNotificationAt: 0 };
     for (const giveUp = Date.now() + 30_000; Date.now() < giveUp;) {

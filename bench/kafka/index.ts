@@ -11,7 +11,7 @@ import { performance } from "node:perf_hooks";
 import { Kafka, logLevel } from "kafkajs";
 import type { ActionSink, TriggeredAction } from "../../src/actions/index.js";
 import {
-  DeadLetterStore,
+  SqliteDeadLetterStore,
   decodeMessages,
   KafkaObservationSource,
   MemoryStateStore,
@@ -143,7 +143,7 @@ async function engineRun(
     state: durable ? new SqliteStateStore(db) : new MemoryStateStore(),
     sink,
     observations: observations?.store,
-    deadLetters: new DeadLetterStore(db),
+    deadLetters: new SqliteDeadLetterStore(db),
   });
   engine.load([...w.rules, latencyRule]);
   let seen = 0;

@@ -6,7 +6,9 @@ export type { ActionType };
 // the outbox implements `ActionSink`.
 export type { ActionSink, RulePayload, TriggeredAction } from "../engine/index.js";
 
-export { Outbox, DEFAULT_CONCURRENCY, type OutboxOptions, type DeliveryRecord, type DeliveryStatus } from "./outbox.js";
+export { Outbox, DEFAULT_CONCURRENCY, type OutboxOptions, type DeliveryRecord } from "./outbox.js";
+export type { OutboxStore, StoredDelivery, Settlement, DeliveryStatus } from "./store.js";
+export { SqliteOutboxStore } from "./sqlite-store.js";
 export {
   DEFAULT_RETRY,
   retryDelaySeconds,

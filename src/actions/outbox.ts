@@ -2,15 +2,13 @@ import { LRUCache } from "lru-cache";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { Logger } from "../observability/index.js";
 import type { ActionType } from "../rule-model/index.js";
-import type { Db } from "../store/index.js";
 import { Deferred, PermanentFailure, retryDelaySeconds, type ActionDeps, type Delivery } from "./action.js";
 import { ACTION_DEFINITIONS } from "./definitions.js";
-import type { ActionSink, RulePayload, TriggeredAction } from "../engine/index.js";
+import type { ActionSink, TriggeredAction } from "../engine/index.js";
 import { payloadScope } from "./scope.js";
 import { TemplateError, substitute } from "./template.js";
+import type { DeliveryStatus, OutboxStore, StoredDelivery } from "./store.js";
 import type { Timers } from "./timers.js";
-
-export type DeliveryStatus = "pending" | "delivering" | "delivered" | "dead";
 
 /** A delivery as the dead-letter API shows it. */
 export interface DeliveryRecord {
@@ -29,25 +27,8 @@ export interface DeliveryRecord {
   nextAttemptAt?: string;
 }
 
-interface Row {
-  id: number;
-  idempotency_key: string;
-  rule_id: string;
-  rule_domain: string;
-  thing_name: string;
-  type: ActionType;
-  config: string;
-  payload: string;
-  status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: number;
-  last_error: string | null;
-  created_at: number;
-  updated_at: number;
-}
-
 export interface OutboxOptions {
-  db: Db;
+  store: OutboxStore;
   deps: ActionDeps;
   logger: Logger;
   timers: Timers;
@@ -70,26 +51,28 @@ const UNKNOWN_LOG_LIMIT = 10_000;
  * The durable outbox: triggered actions are written in one transaction and
  * deduplicated by idempotency key; a bounded pool of workers delivers the due
  * ones, retries failures on the action's schedule and keeps those that run
- * out of attempts as dead letters. State lives in SQLite, so a restart picks
+ * out of attempts as dead letters. State lives in the store, so a restart picks
  * up whatever was not delivered.
  */
 export class Outbox implements ActionSink {
-  private readonly db: Db;
+  private readonly store: OutboxStore;
   private readonly timers: Timers;
   private readonly logger: Logger;
   private readonly concurrency: number;
   private readonly deliverers: Record<ActionType, (d: Delivery<Record<string, unknown>>) => Promise<void>>;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly unknownLogged = new LRUCache<string, true>({ max: UNKNOWN_LOG_LIMIT });
-  private readonly stmt;
   private readonly metrics;
   private running = false;
   private pumpQueued = false;
+  /** A pump under way (it awaits the store): a kick meanwhile sends it round once more, so two never claim past the pool. */
+  private pumping = false;
+  private pumpAgain = false;
   private timer: { at: number; cancel: () => void } | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
 
   constructor(options: OutboxOptions) {
-    this.db = options.db;
+    this.store = options.store;
     this.timers = options.timers;
     this.logger = options.logger;
     this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
@@ -100,26 +83,6 @@ export class Outbox implements ActionSink {
       SET_RESOURCE: ACTION_DEFINITIONS.SET_RESOURCE.create(deps),
       SMS: ACTION_DEFINITIONS.SMS.create(deps),
       EVENT: ACTION_DEFINITIONS.EVENT.create(deps),
-    };
-    const db = this.db;
-    this.stmt = {
-      insert: db.prepare(
-        `INSERT OR IGNORE INTO action_outbox (idempotency_key, rule_id, rule_domain, thing_name, type, config, payload,
-           status, attempts, next_attempt_at, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
-      ),
-      claim: db.prepare<[number, number, number], Row>(
-        `UPDATE action_outbox SET status = 'delivering', updated_at = ? WHERE id IN (
-           SELECT id FROM action_outbox WHERE status = 'pending' AND next_attempt_at <= ?
-           ORDER BY next_attempt_at, id LIMIT ?) RETURNING *`,
-      ),
-      nextDue: db.prepare<[], { at: number | null }>(
-        "SELECT min(next_attempt_at) AS at FROM action_outbox WHERE status = 'pending'",
-      ),
-      settle: db.prepare<[DeliveryStatus, number, number, string | null, number, number]>(
-        "UPDATE action_outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
-      ),
-      byId: db.prepare<[number], Row>("SELECT * FROM action_outbox WHERE id = ?"),
     };
     this.metrics = options.registry && {
       delivered: new Counter({
@@ -144,15 +107,7 @@ export class Outbox implements ActionSink {
    * deliveries waiting or under way, how long the oldest has waited, and the dead letters.
    */
   private backlogGauges(registry: Registry) {
-    const count = (where: string) => {
-      const stmt = this.db.prepare<[], { n: number }>(`SELECT count(*) AS n FROM action_outbox WHERE ${where}`);
-      return () => stmt.get()!.n;
-    };
-    const waiting = count("status IN ('pending', 'delivering')");
-    const dead = count("status = 'dead'");
-    const oldest = this.db.prepare<[], { at: number | null }>(
-      "SELECT min(created_at) AS at FROM action_outbox WHERE status IN ('pending', 'delivering')",
-    );
+    const store = this.store;
     const timers = this.timers;
     const registers = [registry];
     return {
@@ -160,25 +115,25 @@ export class Outbox implements ActionSink {
         name: "dms_actions_outbox_depth",
         help: "Deliveries pending or under way in the outbox",
         registers,
-        collect() {
-          this.set(waiting());
+        async collect() {
+          this.set(await store.countWaiting());
         },
       }),
       oldest: new Gauge({
         name: "dms_actions_outbox_oldest_pending_seconds",
         help: "How long the oldest pending delivery has waited since its rule triggered (0: none)",
         registers,
-        collect() {
-          const at = oldest.get()!.at;
-          this.set(at === null ? 0 : Math.max(0, (timers.now() - at) / 1000));
+        async collect() {
+          const at = await store.oldestWaiting();
+          this.set(at === undefined ? 0 : Math.max(0, (timers.now() - at) / 1000));
         },
       }),
       deadLetters: new Gauge({
         name: "dms_actions_dead_letters",
         help: "Deliveries that gave up (the outbox's dead letters)",
         registers,
-        collect() {
-          this.set(dead());
+        async collect() {
+          this.set(await store.countDead());
         },
       }),
     };
@@ -187,31 +142,15 @@ export class Outbox implements ActionSink {
   /** Writes the actions in one transaction; resolves once they are durable. Known keys are dropped. */
   async accept(actions: readonly TriggeredAction[]): Promise<void> {
     if (actions.length === 0) return;
-    const now = this.timers.now();
-    this.db.transaction(() => {
-      for (const a of actions) {
-        this.stmt.insert.run(
-          a.idempotencyKey,
-          a.ruleId,
-          a.payload.rule.domain,
-          a.thingName,
-          a.type,
-          JSON.stringify(a.config),
-          JSON.stringify(a.payload),
-          now,
-          now,
-          now,
-        );
-      }
-    })();
+    await this.store.accept(actions, this.timers.now());
     this.kick();
   }
 
   async start(): Promise<void> {
     // Nothing is in flight in a process that just started: what was, goes again.
-    this.db.prepare("UPDATE action_outbox SET status = 'pending' WHERE status = 'delivering'").run();
-    this.prune();
-    this.pruneTimer = setInterval(() => this.prune(), 3600_000);
+    await this.store.releaseClaims();
+    await this.prune();
+    this.pruneTimer = setInterval(() => void this.prune(), 3600_000);
     this.pruneTimer.unref();
     this.running = true;
     this.kick();
@@ -226,55 +165,52 @@ export class Outbox implements ActionSink {
   }
 
   /** Forgets delivered rows past the retention; dead letters stay until retried. */
-  prune(): number {
-    return this.db
-      .prepare("DELETE FROM action_outbox WHERE status = 'delivered' AND updated_at < ?")
-      .run(this.timers.now() - DELIVERED_RETENTION_MS).changes;
+  prune(): Promise<number> {
+    return this.store.pruneDelivered(this.timers.now() - DELIVERED_RETENTION_MS);
   }
 
   /** Deliveries not yet delivered nor dead, for tests and the benchmark. */
-  pendingCount(): number {
-    return this.db
-      .prepare<[], { n: number }>("SELECT count(*) AS n FROM action_outbox WHERE status IN ('pending', 'delivering')")
-      .get()!.n;
+  pendingCount(): Promise<number> {
+    return this.store.countWaiting();
   }
 
-  get(id: string): DeliveryRecord | undefined {
-    const row = /^\d{1,15}$/.test(id) ? this.stmt.byId.get(Number(id)) : undefined;
-    return row && toRecord(row);
+  async get(id: string): Promise<DeliveryRecord | undefined> {
+    const delivery = await this.stored(id);
+    return delivery && toRecord(delivery);
   }
 
   /** The domain of the rule that made a delivery, for access checks. */
-  domainOf(id: string): string | undefined {
-    const row = /^\d{1,15}$/.test(id) ? this.stmt.byId.get(Number(id)) : undefined;
-    return row?.rule_domain;
+  async domainOf(id: string): Promise<string | undefined> {
+    return (await this.stored(id))?.ruleDomain;
   }
 
   /** Dead letters of rules in `domains`, newest first. */
-  deadLetters(
+  async deadLetters(
     domains: readonly string[],
     size: number,
     marker?: number,
-  ): { items: DeliveryRecord[]; nextMarker?: string } {
-    if (domains.length === 0) return { items: [] };
-    const rows = this.db
-      .prepare<(string | number)[], Row>(
-        `SELECT * FROM action_outbox WHERE status = 'dead' AND rule_domain IN (${domains.map(() => "?").join(",")})
-         ${marker === undefined ? "" : "AND id < ?"} ORDER BY id DESC LIMIT ${size + 1}`,
-      )
-      .all(...domains, ...(marker === undefined ? [] : [marker]));
+  ): Promise<{ items: DeliveryRecord[]; nextMarker?: string }> {
+    const rows = await this.store.deadLetters(domains, size + 1, marker);
     const items = rows.slice(0, size).map(toRecord);
     return rows.length > size ? { items, nextMarker: items[items.length - 1]!.id } : { items };
   }
 
   /** Sends a dead letter again with a fresh set of attempts; answers undefined when `id` is not dead. */
-  retryDeadLetter(id: string): DeliveryRecord | undefined {
-    const row = this.get(id);
-    if (!row || row.status !== "dead") return undefined;
+  async retryDeadLetter(id: string): Promise<DeliveryRecord | undefined> {
+    const delivery = await this.stored(id);
+    if (!delivery || delivery.status !== "dead") return undefined;
     const now = this.timers.now();
-    this.stmt.settle.run("pending", 0, now, row.lastError ?? null, now, Number(id));
+    await this.store.settle(
+      delivery.id,
+      { status: "pending", attempts: 0, nextAttemptAt: now, lastError: delivery.lastError },
+      now,
+    );
     this.kick();
     return this.get(id);
+  }
+
+  private stored(id: string): Promise<StoredDelivery | undefined> {
+    return /^\d{1,15}$/.test(id) ? this.store.get(Number(id)) : Promise.resolve(undefined);
   }
 
   private kick(): void {
@@ -282,31 +218,47 @@ export class Outbox implements ActionSink {
     this.pumpQueued = true;
     setImmediate(() => {
       this.pumpQueued = false;
-      this.pump();
+      void this.pump();
     });
   }
 
-  private pump(): void {
+  private async pump(): Promise<void> {
     if (!this.running) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        await this.claimAndDeliver();
+      } while (this.pumpAgain && this.running);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private async claimAndDeliver(): Promise<void> {
     const free = this.concurrency - this.inFlight.size;
     if (free > 0) {
       const now = this.timers.now();
-      for (const row of this.stmt.claim.all(now, now, free)) {
-        const p = this.deliver(row).finally(() => {
+      for (const delivery of await this.store.claim(now, free)) {
+        const p = this.deliver(delivery).finally(() => {
           this.inFlight.delete(p);
           this.kick();
         });
         this.inFlight.add(p);
       }
     }
-    this.armTimer();
+    await this.armTimer();
   }
 
   /** One timer for the earliest pending retry; deliveries that finish re-arm it. */
-  private armTimer(): void {
+  private async armTimer(): Promise<void> {
     if (this.inFlight.size >= this.concurrency) return;
-    const at = this.stmt.nextDue.get()?.at;
-    if (at === null || at === undefined) return;
+    const at = await this.store.nextDue();
+    if (at === undefined || !this.running) return;
     if (this.timer && this.timer.at <= at) return;
     this.timer?.cancel();
     const cancel = this.timers.setTimeout(() => {
@@ -316,41 +268,35 @@ export class Outbox implements ActionSink {
     this.timer = { at, cancel };
   }
 
-  private async deliver(row: Row): Promise<void> {
+  private async deliver(row: StoredDelivery): Promise<void> {
     const definition = ACTION_DEFINITIONS[row.type] as (typeof ACTION_DEFINITIONS)[ActionType] | undefined;
+    const settle = (status: DeliveryStatus, attempts: number, nextAttemptAt: number, lastError: string | null) =>
+      this.store.settle(row.id, { status, attempts, nextAttemptAt, lastError }, this.timers.now());
     if (!definition) {
-      this.stmt.settle.run(
-        "dead",
-        row.attempts + 1,
-        row.next_attempt_at,
-        `unknown action type ${row.type}`,
-        this.timers.now(),
-        row.id,
-      );
+      await settle("dead", row.attempts + 1, row.nextAttemptAt, `unknown action type ${row.type}`);
       return;
     }
-    const raw = JSON.parse(row.config) as Record<string, unknown>;
-    const payload = JSON.parse(row.payload) as RulePayload;
+    const raw = row.config;
+    const payload = row.payload;
     const attempt = row.attempts + 1;
     try {
-      const config = substitute(raw, payloadScope(payload), (v) => this.unknownVariable(row.rule_id, v));
+      const config = substitute(raw, payloadScope(payload), (v) => this.unknownVariable(row.ruleId, v));
       await this.deliverers[row.type]({
         id: row.id,
-        idempotencyKey: row.idempotency_key,
-        ruleId: row.rule_id,
-        thingName: row.thing_name,
+        idempotencyKey: row.idempotencyKey,
+        ruleId: row.ruleId,
+        thingName: row.thingName,
         attempt,
         config,
         payload,
       });
       const now = this.timers.now();
-      this.stmt.settle.run("delivered", attempt, row.next_attempt_at, null, now, row.id);
+      await settle("delivered", attempt, row.nextAttemptAt, null);
       this.metrics?.delivered.inc({ type: row.type, result: "delivered" });
       this.metrics?.latency.observe({ type: row.type }, Math.max(0, now - payload.timestamp) / 1000);
     } catch (err) {
-      const now = this.timers.now();
       if (err instanceof Deferred) {
-        this.stmt.settle.run("pending", row.attempts, err.until, row.last_error, now, row.id);
+        await settle("pending", row.attempts, err.until, row.lastError);
         this.metrics?.delivered.inc({ type: row.type, result: "deferred" });
         return;
       }
@@ -358,13 +304,13 @@ export class Outbox implements ActionSink {
       const policy = definition.retry(raw);
       const permanent = err instanceof PermanentFailure || err instanceof TemplateError;
       if (permanent || attempt > policy.maxAttempts) {
-        this.stmt.settle.run("dead", attempt, row.next_attempt_at, message, now, row.id);
+        await settle("dead", attempt, row.nextAttemptAt, message);
         this.metrics?.delivered.inc({ type: row.type, result: "dead" });
-        this.logger.warn({ delivery: row.id, rule: row.rule_id, type: row.type, attempt, err: message }, "dead letter");
+        this.logger.warn({ delivery: row.id, rule: row.ruleId, type: row.type, attempt, err: message }, "dead letter");
         return;
       }
-      const next = now + retryDelaySeconds(policy, attempt) * 1000;
-      this.stmt.settle.run("pending", attempt, next, message, now, row.id);
+      const next = this.timers.now() + retryDelaySeconds(policy, attempt) * 1000;
+      await settle("pending", attempt, next, message);
       this.metrics?.delivered.inc({ type: row.type, result: "retry" });
       this.logger.debug({ delivery: row.id, type: row.type, attempt, err: message }, "delivery failed, will retry");
     }
@@ -378,20 +324,20 @@ export class Outbox implements ActionSink {
   }
 }
 
-function toRecord(r: Row): DeliveryRecord {
+function toRecord(d: StoredDelivery): DeliveryRecord {
   const record: DeliveryRecord = {
-    id: String(r.id),
-    idempotencyKey: r.idempotency_key,
-    ruleId: r.rule_id,
-    thingName: r.thing_name,
-    type: r.type,
-    status: r.status,
-    attempts: r.attempts,
-    config: JSON.parse(r.config) as Record<string, unknown>,
-    createdAt: new Date(r.created_at).toISOString(),
-    updatedAt: new Date(r.updated_at).toISOString(),
+    id: String(d.id),
+    idempotencyKey: d.idempotencyKey,
+    ruleId: d.ruleId,
+    thingName: d.thingName,
+    type: d.type,
+    status: d.status,
+    attempts: d.attempts,
+    config: d.config,
+    createdAt: new Date(d.createdAt).toISOString(),
+    updatedAt: new Date(d.updatedAt).toISOString(),
   };
-  if (r.last_error !== null) record.lastError = r.last_error;
-  if (r.status === "pending") record.nextAttemptAt = new Date(r.next_attempt_at).toISOString();
+  if (d.lastError !== null) record.lastError = d.lastError;
+  if (d.status === "pending") record.nextAttemptAt = new Date(d.nextAttemptAt).toISOString();
   return record;
 }

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { StoredObservationInput } from "../observations/index.js";
-import { MAX_DEAD_LETTER_PAYLOAD, type DeadLetter, type DeadLetterReason } from "./dead-letters.js";
+import { MAX_DEAD_LETTER_PAYLOAD, type DeadLetter, type DeadLetterReason } from "./dead-letters/index.js";
 import type { Ingested } from "./decode.js";
 import type { ThingInfo } from "./things.js";
 import type { NestedObservation, SourcePosition } from "./types.js";

@@ -1,4 +1,4 @@
-import type { DeadLetterReason } from "./dead-letters.js";
+import type { DeadLetterReason } from "./dead-letters/index.js";
 import type { NestedObservation, RawObservation, SourcePosition } from "./types.js";
 
 /**

@@ -3,7 +3,7 @@ import type { StoredObservationInput } from "../observations/index.js";
 import type { Rule } from "../rule-model/index.js";
 import { EvalContext, readGeoPoint, type CompileOptions } from "./compile/index.js";
 import { deadLetter, observationId, storedObservation, wrongType } from "./checks.js";
-import type { DeadLetter, DeadLetterReason } from "./dead-letters.js";
+import type { DeadLetter, DeadLetterReason, DeadLetterStore } from "./dead-letters/index.js";
 import type { Ingested, Refusal } from "./decode.js";
 import { RuleIndex, type TypeRules } from "./rule-index.js";
 import { mergeNested, Runtimes, type Runtime } from "./runtimes.js";
@@ -30,7 +30,7 @@ export interface EngineOptions {
    * its promise resolves (the engine evaluates the next batch meanwhile).
    */
   observations?: { insertBatch(inputs: readonly StoredObservationInput[]): Promise<void> | void } | undefined;
-  deadLetters?: { insertBatch(letters: readonly DeadLetter[]): void } | undefined;
+  deadLetters?: Pick<DeadLetterStore, "insertBatch"> | undefined;
   clock?: () => number;
   compile?: CompileOptions;
   /** Find constant comparisons through sorted indexes (default); false scans every rule of the type. */
@@ -231,7 +231,7 @@ export class RuleEngine {
       stored = Promise.resolve(this.options.observations?.insertBatch(work.stored));
       // Awaited by `handle`; marked handled here so that a failure while the state flushes is not unhandled.
       stored.catch(() => undefined);
-      this.options.deadLetters?.insertBatch(work.deadLetters);
+      await this.options.deadLetters?.insertBatch(work.deadLetters);
       await this.options.state.flush(work.changed);
     } catch (err) {
       this.rewind();

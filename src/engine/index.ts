@@ -35,13 +35,14 @@ export { RuleEngine, type BatchResult, type EngineOptions, type Rejected } from 
 export { deadLetter } from "./checks.js";
 export { MemoryStateStore, SqliteStateStore, stateMigrations } from "./state/index.js";
 export {
-  DeadLetterStore,
+  SqliteDeadLetterStore,
   deadLetterMigrations,
   DEAD_LETTER_REASONS,
   type DeadLetterReason,
   type DeadLetter,
+  type DeadLetterStore,
   type StoredDeadLetter,
-} from "./dead-letters.js";
+} from "./dead-letters/index.js";
 export { resourceChecks, type ThingInfo, type ThingResolver } from "./things.js";
 export { createEngineService, engineMigrations, type EngineService } from "./service.js";
 export { KafkaObservationSource, type KafkaSourceOptions } from "./sources/kafka.js";

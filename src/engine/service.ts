@@ -10,7 +10,7 @@ import type { Readiness, ReadinessCondition } from "../readiness/index.js";
 import type { Rule } from "../rule-model/index.js";
 import type { Db, Migration } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
-import { DeadLetterStore, deadLetterMigrations } from "./dead-letters.js";
+import { SqliteDeadLetterStore, deadLetterMigrations, type DeadLetterStore } from "./dead-letters/index.js";
 import { decodeMessages, decodeValue, decodeWireMessages, type Ingested, type WireDecoder } from "./decode.js";
 import { RuleEngine, type BatchResult } from "./engine.js";
 import type { ObservationIngest } from "./ingest.js";
@@ -58,13 +58,12 @@ export interface EngineService {
 /** The engine component: the loop, its state and dead letters, the Kafka source when `KAFKA_BROKERS` is set. */
 export function createEngineService(deps: EngineDeps): EngineService {
   const { config, db, logger, bus, registry } = deps;
-  const deadLetters = new DeadLetterStore(db);
+  const deadLetters = new SqliteDeadLetterStore(db);
   let ruleCount = (): number => 0;
-  const countDeadLetters = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM engine_dead_letters");
   const counters = engineMetrics(
     deps.metrics,
     () => ruleCount(),
-    () => countDeadLetters.get()!.n,
+    () => deadLetters.count(),
   );
   const checksByType = new Map<string, ThingInfo["checks"]>();
 
@@ -223,7 +222,7 @@ function wireDecoder(host: string): WireDecoder {
   return (value) => registry.decode(value) as Promise<unknown>;
 }
 
-function engineMetrics(metrics: Metrics, ruleCount: () => number, deadLetterCount: () => number) {
+function engineMetrics(metrics: Metrics, ruleCount: () => number, deadLetterCount: () => Promise<number>) {
   const registers = [metrics.registry];
   return {
     observations: new Counter({
@@ -241,8 +240,8 @@ function engineMetrics(metrics: Metrics, ruleCount: () => number, deadLetterCoun
       name: "dms_engine_dead_letters",
       help: "Dead letters kept in the store (bounded by DMS_DEAD_LETTER_RETENTION)",
       registers,
-      collect() {
-        this.set(deadLetterCount());
+      async collect() {
+        this.set(await deadLetterCount());
       },
     }),
     triggered: new Counter({

@@ -17,32 +17,32 @@ export class ContinuousJobs {
   ) {}
 
   /** Starts an execution for a thing newly targeted by a continuous job, unless it has one that counts. */
-  startFor(jobId: string, thingName: string, now: number): void {
-    const latest = this.store.execution(jobId, thingName);
-    if (!latest) this.store.queue(jobId, thingName, 1, now);
-    else if (latest.status === "REMOVED") this.store.queue(jobId, thingName, latest.execution_number + 1, now);
+  async startFor(jobId: string, thingName: string, now: number): Promise<void> {
+    const latest = await this.store.execution(jobId, thingName);
+    if (!latest) await this.store.queue(jobId, thingName, 1, now);
+    else if (latest.status === "REMOVED") await this.store.queue(jobId, thingName, latest.execution_number + 1, now);
   }
 
-  thingAdded(groupId: string, thingName: string, now: number): void {
-    for (const job of this.store.continuousJobsOf(groupId)) {
-      this.startFor(job.job_id, thingName, now);
-      this.rollout.release(job, now);
+  async thingAdded(groupId: string, thingName: string, now: number): Promise<void> {
+    for (const job of await this.store.continuousJobsOf(groupId)) {
+      await this.startFor(job.job_id, thingName, now);
+      await this.rollout.release(job, now);
     }
   }
 
   /** A deleted thing can never finish: its open executions are REMOVED, which may complete snapshot jobs. */
-  thingDeleted(thingName: string, now: number): void {
-    for (const jobId of this.store.removeOpenOf(thingName, now)) this.rollout.maybeComplete(jobId, now);
+  async thingDeleted(thingName: string, now: number): Promise<void> {
+    for (const jobId of await this.store.removeOpenOf(thingName, now)) await this.rollout.maybeComplete(jobId, now);
   }
 
-  thingRemoved(groupId: string, thingName: string, now: number): void {
+  async thingRemoved(groupId: string, thingName: string, now: number): Promise<void> {
     const stillIn = new Set(this.registry.groupsOf(thingName));
-    for (const job of this.store.continuousJobsOf(groupId)) {
+    for (const job of await this.store.continuousJobsOf(groupId)) {
       const direct = (JSON.parse(job.target_things) as string[]).includes(thingName);
-      if (direct || this.store.groupIds(job.job_id).some((g) => stillIn.has(g))) continue;
-      const latest = this.store.execution(job.job_id, thingName);
+      if (direct || (await this.store.groupIds(job.job_id)).some((g) => stillIn.has(g))) continue;
+      const latest = await this.store.execution(job.job_id, thingName);
       if (latest?.status !== "QUEUED") continue;
-      this.store.markRemoved(latest, now);
+      await this.store.markRemoved(latest, now);
       if (latest.released) this.touch(thingName);
     }
   }

@@ -49,11 +49,25 @@ export class DeviceJobs {
    */
   private readonly lastNotify = new LRUCache<string, string>({ max: NOTIFIED_CACHE });
   private readonly lastNext = new LRUCache<string, string>({ max: NOTIFIED_CACHE });
+  /** Each device's requests under way, answered in the order they came: an update is seen by the get after it. */
+  private readonly lanes = new Map<string, Promise<unknown>>();
 
   constructor(private readonly jobs: ThingJobs) {}
 
-  /** Answers one request published by `thingName` on `things/{thingName}/jobs/{suffix}`. */
-  handle(thingName: string, suffix: string, payload: Buffer): DeviceMessage[] {
+  /** Answers one request published by `thingName` on `things/{thingName}/jobs/{suffix}`, after the device's earlier ones. */
+  handle(thingName: string, suffix: string, payload: Buffer): Promise<DeviceMessage[]> {
+    const run = (this.lanes.get(thingName) ?? Promise.resolve()).then(() =>
+      this.answerRequest(thingName, suffix, payload),
+    );
+    const lane = run.catch(() => undefined);
+    this.lanes.set(thingName, lane);
+    void lane.then(() => {
+      if (this.lanes.get(thingName) === lane) this.lanes.delete(thingName);
+    });
+    return run;
+  }
+
+  private async answerRequest(thingName: string, suffix: string, payload: Buffer): Promise<DeviceMessage[]> {
     const base = `things/${thingName}/jobs/${suffix}`;
     if (/(^|\/)(accepted|rejected)$/.test(suffix) || suffix === "notify" || suffix === "notify-next") return [];
     let clientToken: string | undefined;
@@ -61,7 +75,7 @@ export class DeviceJobs {
     try {
       const request = parse(payload);
       clientToken = typeof request.clientToken === "string" ? request.clientToken : undefined;
-      const answer = this.answer(thingName, suffix, request, now);
+      const answer = await this.answer(thingName, suffix, request, now);
       return [{ topic: `${base}/accepted`, payload: withToken({ ...answer, timestamp: now }, clientToken) }];
     } catch (err) {
       const e =
@@ -73,9 +87,9 @@ export class DeviceJobs {
   }
 
   /** `notify` and `notify-next` for a thing whose pending executions changed; only what changed is sent. */
-  notifications(thingName: string): DeviceMessage[] {
+  async notifications(thingName: string): Promise<DeviceMessage[]> {
     const now = this.jobs.now();
-    const pending = this.jobs.pending(thingName);
+    const pending = await this.jobs.pending(thingName);
     const out: DeviceMessage[] = [];
     const listKey = pending.map((r) => `${r.job_id}:${r.execution_number}:${r.status}`).join(",");
     if (this.lastNotify.get(thingName) !== listKey) {
@@ -89,20 +103,20 @@ export class DeviceJobs {
     if (this.lastNext.get(thingName) !== nextKey) {
       this.lastNext.set(thingName, nextKey);
       const payload: Record<string, unknown> = { timestamp: now };
-      if (next) payload.execution = this.execution(next, true);
+      if (next) payload.execution = await this.execution(next, true);
       out.push({ topic: `things/${thingName}/jobs/notify-next`, payload });
     }
     return out;
   }
 
-  private answer(
+  private async answer(
     thingName: string,
     suffix: string,
     req: Record<string, unknown>,
     now: number,
-  ): Record<string, unknown> {
+  ): Promise<Record<string, unknown>> {
     if (suffix === "get") {
-      const pending = this.jobs.pending(thingName);
+      const pending = await this.jobs.pending(thingName);
       return {
         inProgressJobs: pending.filter((r) => r.status === "IN_PROGRESS").map(summary),
         queuedJobs: pending.filter((r) => r.status === "QUEUED").map(summary),
@@ -114,31 +128,40 @@ export class DeviceJobs {
     const [, jobId, verb] = match as unknown as [string, string, "get" | "update"];
     if (verb === "get") {
       if (jobId === "$next") {
-        const next = this.jobs.pending(thingName)[0];
-        return next ? { execution: this.execution(next, req.includeJobDocument !== false) } : {};
+        const next = (await this.jobs.pending(thingName))[0];
+        return next ? { execution: await this.execution(next, req.includeJobDocument !== false) } : {};
       }
-      const row = this.visible(jobId, thingName, req);
+      const row = await this.visible(jobId, thingName, req);
       if (!row) throw new DeviceError("ResourceNotFound", `No execution of job ${jobId} on thing ${thingName}`);
-      return { execution: this.execution(row, req.includeJobDocument !== false) };
+      return { execution: await this.execution(row, req.includeJobDocument !== false) };
     }
     return this.update(thingName, jobId, req, now);
   }
 
-  private startNext(thingName: string, req: Record<string, unknown>, now: number): Record<string, unknown> {
+  private async startNext(
+    thingName: string,
+    req: Record<string, unknown>,
+    now: number,
+  ): Promise<Record<string, unknown>> {
     const statusDetails = details(req.statusDetails);
     const stepTimeoutInMinutes = stepTimeout(req.stepTimeoutInMinutes);
-    let row = this.jobs.pending(thingName)[0];
+    let row = (await this.jobs.pending(thingName))[0];
     if (!row) return {};
     if (row.status === "QUEUED") {
       const queued = row;
-      row = this.jobs.mutate(() =>
+      row = await this.jobs.mutate(() =>
         this.jobs.transition(queued, "IN_PROGRESS", now, { statusDetails, stepTimeoutInMinutes, byDevice: true }),
       );
     }
-    return { execution: this.execution(row, true) };
+    return { execution: await this.execution(row, true) };
   }
 
-  private update(thingName: string, jobId: string, req: Record<string, unknown>, now: number): Record<string, unknown> {
+  private async update(
+    thingName: string,
+    jobId: string,
+    req: Record<string, unknown>,
+    now: number,
+  ): Promise<Record<string, unknown>> {
     if (req.status === undefined) throw new DeviceError("InvalidRequest", "status is required");
     if (!DEVICE_STATUSES.includes(req.status as DeviceStatus)) {
       throw new DeviceError("InvalidRequest", `status must be one of ${DEVICE_STATUSES.join(", ")}`);
@@ -147,7 +170,7 @@ export class DeviceJobs {
     const statusDetails = details(req.statusDetails);
     const stepTimeoutInMinutes = stepTimeout(req.stepTimeoutInMinutes);
     const expectedVersion = optionalInt(req.expectedVersion, "expectedVersion");
-    const row = this.visible(jobId, thingName, req);
+    const row = await this.visible(jobId, thingName, req);
     if (!row) throw new DeviceError("ResourceNotFound", `No execution of job ${jobId} on thing ${thingName}`);
     if (TERMINAL.has(row.status)) {
       throw new DeviceError("TerminalStateReached", `The execution is already ${row.status}`, state(row));
@@ -155,23 +178,27 @@ export class DeviceJobs {
     if (expectedVersion !== undefined && expectedVersion !== row.version_number) {
       throw new DeviceError("VersionMismatch", `The execution is at version ${row.version_number}`, state(row));
     }
-    const updated = this.jobs.mutate(() =>
+    const updated = await this.jobs.mutate(() =>
       this.jobs.transition(row, status, now, { statusDetails, stepTimeoutInMinutes, byDevice: true }),
     );
     const answer: Record<string, unknown> = {};
     if (req.includeJobExecutionState === true) answer.executionState = state(updated);
-    if (req.includeJobDocument === true) answer.jobDocument = this.document(jobId);
+    if (req.includeJobDocument === true) answer.jobDocument = await this.document(jobId);
     return answer;
   }
 
   /** An execution the device may see: released to it, by number or the latest. */
-  private visible(jobId: string, thingName: string, req: Record<string, unknown>): ExecutionRow | undefined {
+  private async visible(
+    jobId: string,
+    thingName: string,
+    req: Record<string, unknown>,
+  ): Promise<ExecutionRow | undefined> {
     const number = optionalInt(req.executionNumber, "executionNumber");
-    const row = this.jobs.executionRow(jobId, thingName, number);
+    const row = await this.jobs.executionRow(jobId, thingName, number);
     return row?.released ? row : undefined;
   }
 
-  private execution(row: ExecutionRow, withDocument: boolean): Record<string, unknown> {
+  private async execution(row: ExecutionRow, withDocument: boolean): Promise<Record<string, unknown>> {
     const e = this.jobs.toExecution(row);
     const out: Record<string, unknown> = {
       jobId: e.jobId,
@@ -182,7 +209,7 @@ export class DeviceJobs {
       versionNumber: e.versionNumber,
       executionNumber: e.executionNumber,
     };
-    if (withDocument) out.jobDocument = this.document(row.job_id);
+    if (withDocument) out.jobDocument = await this.document(row.job_id);
     if (e.statusDetails) out.statusDetails = e.statusDetails;
     if (e.startedAt !== undefined) out.startedAt = e.startedAt;
     if (e.approximateSecondsBeforeTimedOut !== undefined) {
@@ -191,12 +218,12 @@ export class DeviceJobs {
     return out;
   }
 
-  private document(jobId: string): unknown {
-    const documentId = this.jobs.jobRow(jobId)?.document_id;
+  private async document(jobId: string): Promise<unknown> {
+    const documentId = (await this.jobs.jobRow(jobId))?.document_id;
     if (!documentId) return {};
     let cached = this.docs.get(documentId);
     if (!cached) {
-      cached = { document: this.jobs.documentOf(jobId) };
+      cached = { document: await this.jobs.documentOf(jobId) };
       this.docs.set(documentId, cached);
     }
     return cached.document;

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { ApiError, notFound } from "../errors/index.js";
-import { isoNow, type Db } from "../store/index.js";
+import { isoNow } from "../store/index.js";
 import { SIGNED_URL_SECONDS, type UrlSigner } from "../signing/index.js";
+import type { JobDocumentRow, JobStore } from "./store.js";
 
 /** A job document may be at most this large (the interface leaves the size open). */
 export const MAX_DOCUMENT_BYTES = 32 * 1024;
@@ -11,16 +12,6 @@ export interface UploadTicket {
   documentName: string;
   documentId: string;
   signedUrl: string;
-}
-
-export interface JobDocumentRow {
-  document_id: string;
-  document_name: string;
-  domain: string;
-  content: string | null;
-  created_at: string;
-  upload_expires_at: number;
-  uploaded_at: string | null;
 }
 
 export interface UploadRequest {
@@ -35,29 +26,28 @@ export interface UploadRequest {
 /** Job documents: the upload ticket, the one signed PUT, and reading a document back. */
 export class JobDocuments {
   constructor(
-    private readonly db: Db,
+    private readonly store: JobStore,
     private readonly signer: UrlSigner,
     private readonly clock: () => number,
   ) {}
 
-  createTicket(documentName: string, domain: string): UploadTicket {
+  async createTicket(documentName: string, domain: string): Promise<UploadTicket> {
     const documentId = randomUUID();
     const path = `${DOCUMENT_PATH_PREFIX}${documentId}`;
     const expiresAt = this.clock() + SIGNED_URL_SECONDS * 1000;
     const url = this.signer.sign({ method: "PUT", path, expiresAt });
-    this.db
-      .prepare(
-        `INSERT INTO job_documents (document_id, document_name, domain, created_at, upload_expires_at)
-         VALUES (?, ?, ?, ?, ?)`,
-      )
-      .run(documentId, documentName, domain, isoNow(this.clock()), expiresAt);
+    await this.store.insertDocument({
+      document_id: documentId,
+      document_name: documentName,
+      domain,
+      created_at: isoNow(this.clock()),
+      upload_expires_at: expiresAt,
+    });
     return { documentName, documentId, signedUrl: url };
   }
 
-  document(documentId: string): JobDocumentRow | undefined {
-    return this.db
-      .prepare<[string], JobDocumentRow>("SELECT * FROM job_documents WHERE document_id = ?")
-      .get(documentId);
+  document(documentId: string): Promise<JobDocumentRow | undefined> {
+    return this.store.document(documentId);
   }
 
   /**
@@ -67,7 +57,7 @@ export class JobDocuments {
   async upload(req: UploadRequest): Promise<void> {
     const verdict = this.signer.verifyRequest(req.request);
     if (!verdict.ok) throw new ApiError("FORBIDDEN", `Signed URL refused: ${verdict.reason}`);
-    const row = this.document(req.documentId);
+    const row = await this.document(req.documentId);
     if (!row) throw notFound("FILE_NOT_FOUND", `Job document ${req.documentId}`);
     if (row.content !== null) throw new ApiError("FORBIDDEN", "Signed URL refused: already used");
     if (!req.contentType) throw new ApiError("PROPERTY_REQUIRED", "Header Content-Type is required", "Content-Type");
@@ -83,10 +73,8 @@ export class JobDocuments {
     } catch {
       throw new ApiError("INVALID_ARGUMENTS", "The job document must be JSON", "document");
     }
-    const done = this.db
-      .prepare("UPDATE job_documents SET content = ?, uploaded_at = ? WHERE document_id = ? AND content IS NULL")
-      .run(text, isoNow(this.clock()), req.documentId);
-    if (done.changes === 0) throw new ApiError("FORBIDDEN", "Signed URL refused: already used");
+    const done = await this.store.uploadDocument(req.documentId, text, isoNow(this.clock()));
+    if (!done) throw new ApiError("FORBIDDEN", "Signed URL refused: already used");
   }
 }
 

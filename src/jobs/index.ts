@@ -1,5 +1,5 @@
 export { ThingJobs, MAX_TARGETS, type TargetAccess, type PendingListener } from "./jobs.js";
-export type { JobStore, JobRow, ExecutionRow, NewJobRow, ExecutionChange } from "./store.js";
+export type { JobStore, JobRow, ExecutionRow, NewJobRow, ExecutionChange, JobDocumentRow } from "./store.js";
 export { SqliteJobStore } from "./sqlite-store.js";
 export { JobDocuments, MAX_DOCUMENT_BYTES, DOCUMENT_PATH_PREFIX, type UploadTicket } from "./documents.js";
 export { DeviceJobs, type DeviceMessage, type DeviceErrorCode } from "./device.js";

@@ -58,6 +58,8 @@ export class ThingJobs {
   private readonly rollout: Rollout;
   private readonly continuous: ContinuousJobs;
   private touched = new Set<string>();
+  /** The change under way (`mutate`), which the next one waits for. */
+  private changes: Promise<unknown> = Promise.resolve();
   private listeners: PendingListener[] = [];
   private readonly unsubscribe: (() => void)[];
 
@@ -86,13 +88,18 @@ export class ThingJobs {
     ];
   }
 
-  /** Registry events must not fail the registry operation that emitted them. */
-  private guarded(event: object, change: () => void): void {
-    try {
-      this.mutate(change);
-    } catch (err) {
-      this.logger.error({ err, event }, "thing jobs could not follow a registry change");
-    }
+  /**
+   * Registry events must not fail the registry operation that emitted them: the change runs
+   * after it, in a turn of the event loop of its own (before the next request or message is
+   * read), so that the registry's writes that follow the event never fall into the job
+   * transaction (see `SqliteJobStore`); its failure is logged.
+   */
+  private guarded(event: object, change: () => Promise<void>): void {
+    setImmediate(() => {
+      this.mutate(change).catch((err: unknown) =>
+        this.logger.error({ err, event }, "thing jobs could not follow a registry change"),
+      );
+    });
   }
 
   close(): void {
@@ -111,11 +118,18 @@ export class ThingJobs {
     return this.clock();
   }
 
-  /** Runs `change` in a transaction, then tells listeners which things it touched. */
-  mutate<T>(change: () => T): T {
-    const result = this.store.transaction(change);
-    this.flush();
-    return result;
+  /**
+   * Runs `change` in a transaction, then tells listeners which things it touched.
+   * One change at a time, so that what `touched` holds is the running change's only.
+   */
+  mutate<T>(change: () => Promise<T>): Promise<T> {
+    const run = this.changes.then(async () => {
+      const result = await this.store.transaction(change);
+      this.flush();
+      return result;
+    });
+    this.changes = run.catch(() => undefined);
+    return run;
   }
 
   private flush(): void {
@@ -133,7 +147,7 @@ export class ThingJobs {
 
   // ---- jobs ----
 
-  create(input: NewJob, access: TargetAccess): ThingJob {
+  async create(input: NewJob, access: TargetAccess): Promise<ThingJob> {
     const things = unique(input.targets.things ?? []);
     const groupKeys = unique(input.targets.groups ?? []);
     if (things.length + groupKeys.length === 0) {
@@ -142,7 +156,7 @@ export class ThingJobs {
     if (things.length + groupKeys.length > MAX_TARGETS) {
       throw invalid("targets", `at most ${MAX_TARGETS} things and groups together`);
     }
-    const doc = this.documents.document(input.jobDocumentId);
+    const doc = await this.documents.document(input.jobDocumentId);
     if (!doc || doc.content === null) {
       throw notFound("FILE_NOT_FOUND", `Job document ${input.jobDocumentId}`, "jobDocumentId");
     }
@@ -162,8 +176,8 @@ export class ThingJobs {
     });
     const jobId = randomUUID();
     const now = this.clock();
-    this.mutate(() => {
-      this.store.insertJob({
+    await this.mutate(async () => {
+      await this.store.insertJob({
         jobId,
         domain: input.domain,
         description: input.description,
@@ -175,29 +189,29 @@ export class ThingJobs {
         inProgressTimeoutMinutes: input.timeoutConfig?.inProgressTimeoutInMinutes ?? null,
         abortConfig: input.abortConfig ? JSON.stringify(input.abortConfig) : null,
       });
-      this.store.addGroups(jobId, groups, 0);
+      await this.store.addGroups(jobId, groups, 0);
       const members = new Set(things);
       for (const g of groups) for (const t of g.things) members.add(t);
-      for (const thingName of members) this.store.queue(jobId, thingName, 1, now);
-      this.rollout.release(this.jobRow(jobId)!, now);
-      this.rollout.maybeComplete(jobId, now);
+      for (const thingName of members) await this.store.queue(jobId, thingName, 1, now);
+      await this.rollout.release((await this.jobRow(jobId))!, now);
+      await this.rollout.maybeComplete(jobId, now);
     });
     return this.describe(jobId);
   }
 
-  jobRow(jobId: string): JobRow | undefined {
+  jobRow(jobId: string): Promise<JobRow | undefined> {
     return this.store.job(jobId);
   }
 
-  requireJob(jobId: string): JobRow {
-    const row = this.jobRow(jobId);
+  async requireJob(jobId: string): Promise<JobRow> {
+    const row = await this.jobRow(jobId);
     if (!row) throw notFound("THING_JOB_NOT_FOUND", `Thing job ${jobId}`, "jobId");
     return row;
   }
 
-  describe(jobId: string): ThingJob {
-    const row = this.requireJob(jobId);
-    const targets = this.targetsOf(row);
+  async describe(jobId: string): Promise<ThingJob> {
+    const row = await this.requireJob(jobId);
+    const targets = await this.targetsOf(row);
     const job: ThingJob = {
       jobId: row.job_id,
       domain: row.domain,
@@ -207,7 +221,7 @@ export class ThingJobs {
       createdAt: row.created_at,
       lastUpdatedAt: row.last_updated_at,
       targets,
-      jobProcessDetails: this.processDetails(row, targets),
+      jobProcessDetails: await this.processDetails(row, targets),
       jobDocumentId: row.document_id,
     };
     if (row.comment !== null) job.comment = row.comment;
@@ -221,15 +235,15 @@ export class ThingJobs {
     return job;
   }
 
-  list(
+  async list(
     domains: ReadonlySet<string>,
     filter: {
       status?: JobStatus | undefined;
       groupId?: string | undefined;
       targetSelection?: TargetSelection | undefined;
     },
-  ): ThingJobListItem[] {
-    const rows = this.store.jobs({
+  ): Promise<ThingJobListItem[]> {
+    const rows = await this.store.jobs({
       status: filter.status ?? null,
       targetSelection: filter.targetSelection ?? null,
       groupId: filter.groupId ?? null,
@@ -249,22 +263,22 @@ export class ThingJobs {
       });
   }
 
-  cancel(jobId: string, comment: string | undefined, reason = "canceled"): void {
-    const row = this.requireJob(jobId);
+  async cancel(jobId: string, comment: string | undefined, reason = "canceled"): Promise<void> {
+    const row = await this.requireJob(jobId);
     if (row.status === "COMPLETED") {
       throw new ApiError("INVALID_ACTION", `Thing job ${jobId} is already COMPLETED`, undefined, 409);
     }
     if (row.status === "CANCELED") return;
-    this.mutate(() => this.rollout.cancel(row, comment, this.clock(), reason));
+    await this.mutate(() => this.rollout.cancel(row, comment, this.clock(), reason));
   }
 
-  associate(
+  async associate(
     jobId: string,
     groupKeys: string[],
     comment: string | undefined,
     canReadGroup: (d: string) => boolean,
-  ): void {
-    const row = this.requireJob(jobId);
+  ): Promise<void> {
+    const row = await this.requireJob(jobId);
     if (row.target_selection !== "CONTINUOUS") {
       throw invalid("jobId", "targets can be associated with CONTINUOUS jobs only");
     }
@@ -276,23 +290,23 @@ export class ThingJobs {
       }
       return group;
     });
-    const current = this.targetsOf(row);
-    const known = new Set(this.store.groupIds(jobId));
+    const current = await this.targetsOf(row);
+    const known = new Set(await this.store.groupIds(jobId));
     const fresh = groups.filter((g) => !known.has(g.id));
     if (current.things.length + current.groups.length + fresh.length > MAX_TARGETS) {
       throw invalid("targets", `a job has at most ${MAX_TARGETS} things and groups together`);
     }
     const now = this.clock();
-    this.mutate(() => {
-      this.store.addGroups(jobId, fresh, known.size);
-      for (const g of fresh) for (const t of g.things) this.continuous.startFor(jobId, t, now);
-      this.store.touchJob(jobId, comment ?? null, isoNow(now));
-      this.rollout.release(this.jobRow(jobId)!, now);
+    await this.mutate(async () => {
+      await this.store.addGroups(jobId, fresh, known.size);
+      for (const g of fresh) for (const t of g.things) await this.continuous.startFor(jobId, t, now);
+      await this.store.touchJob(jobId, comment ?? null, isoNow(now));
+      await this.rollout.release((await this.jobRow(jobId))!, now);
     });
   }
 
-  delete(jobId: string, force: boolean): void {
-    const row = this.requireJob(jobId);
+  async delete(jobId: string, force: boolean): Promise<void> {
+    const row = await this.requireJob(jobId);
     if (row.status === "IN_PROGRESS" && !force) {
       throw new ApiError(
         "INVALID_ACTION",
@@ -301,22 +315,22 @@ export class ThingJobs {
         409,
       );
     }
-    this.mutate(() => {
-      for (const thingName of this.store.deleteJob(jobId)) this.touched.add(thingName);
+    await this.mutate(async () => {
+      for (const thingName of await this.store.deleteJob(jobId)) this.touched.add(thingName);
     });
   }
 
-  documentOf(jobId: string): unknown {
-    const row = this.requireJob(jobId);
-    const doc = this.documents.document(row.document_id);
+  async documentOf(jobId: string): Promise<unknown> {
+    const row = await this.requireJob(jobId);
+    const doc = await this.documents.document(row.document_id);
     return doc?.content ? JSON.parse(doc.content) : {};
   }
 
   // ---- executions ----
 
-  executions(jobId: string, status: ExecutionStatus | undefined): JobExecutionSummaryItem[] {
-    this.requireJob(jobId);
-    return this.store.executions(jobId, status ?? null).map((r) => {
+  async executions(jobId: string, status: ExecutionStatus | undefined): Promise<JobExecutionSummaryItem[]> {
+    await this.requireJob(jobId);
+    return (await this.store.executions(jobId, status ?? null)).map((r) => {
       const summary: JobExecutionSummaryItem["jobExecutionSummary"] = {
         status: r.status,
         queuedAt: r.queued_at,
@@ -329,13 +343,13 @@ export class ThingJobs {
   }
 
   /** The execution with `executionNumber`, or the thing's latest one. */
-  executionRow(jobId: string, thingName: string, executionNumber?: number): ExecutionRow | undefined {
+  executionRow(jobId: string, thingName: string, executionNumber?: number): Promise<ExecutionRow | undefined> {
     return this.store.execution(jobId, thingName, executionNumber);
   }
 
-  execution(jobId: string, thingName: string, executionNumber?: number): JobExecution {
-    this.requireJob(jobId);
-    const row = this.executionRow(jobId, thingName, executionNumber);
+  async execution(jobId: string, thingName: string, executionNumber?: number): Promise<JobExecution> {
+    await this.requireJob(jobId);
+    const row = await this.executionRow(jobId, thingName, executionNumber);
     if (!row) throw executionNotFound(jobId, thingName, executionNumber);
     return this.toExecution(row);
   }
@@ -359,9 +373,14 @@ export class ThingJobs {
     return execution;
   }
 
-  cancelExecution(jobId: string, thingName: string, force: boolean, expectedVersion: number | undefined): void {
-    this.requireJob(jobId);
-    const row = this.executionRow(jobId, thingName);
+  async cancelExecution(
+    jobId: string,
+    thingName: string,
+    force: boolean,
+    expectedVersion: number | undefined,
+  ): Promise<void> {
+    await this.requireJob(jobId);
+    const row = await this.executionRow(jobId, thingName);
     if (!row) throw executionNotFound(jobId, thingName);
     if (expectedVersion !== undefined && expectedVersion !== row.version_number) {
       throw new ApiError(
@@ -378,31 +397,31 @@ export class ThingJobs {
       throw new ApiError("INVALID_ACTION", "The execution is IN_PROGRESS; cancel it with force=true", "force", 409);
     }
     const now = this.clock();
-    this.mutate(() => {
-      this.store.cancelExecution(row, force, now);
+    await this.mutate(async () => {
+      await this.store.cancelExecution(row, force, now);
       if (row.released) this.touched.add(thingName);
-      this.rollout.maybeComplete(jobId, now);
+      await this.rollout.maybeComplete(jobId, now);
     });
   }
 
-  deleteExecution(jobId: string, thingName: string, executionNumber: number, force: boolean): void {
-    this.requireJob(jobId);
-    const row = this.executionRow(jobId, thingName, executionNumber);
+  async deleteExecution(jobId: string, thingName: string, executionNumber: number, force: boolean): Promise<void> {
+    await this.requireJob(jobId);
+    const row = await this.executionRow(jobId, thingName, executionNumber);
     if (!row) throw executionNotFound(jobId, thingName, executionNumber);
     if (row.status === "IN_PROGRESS" && !force) {
       throw new ApiError("INVALID_ACTION", "The execution is IN_PROGRESS; delete it with force=true", "force", 409);
     }
-    this.mutate(() => {
-      this.store.deleteExecution(row);
+    await this.mutate(async () => {
+      await this.store.deleteExecution(row);
       if (row.released && !TERMINAL.has(row.status)) this.touched.add(thingName);
-      this.rollout.maybeComplete(jobId, this.clock());
+      await this.rollout.maybeComplete(jobId, this.clock());
     });
   }
 
   // ---- execution state changes (device side and timers) ----
 
-  /** Moves an execution; the caller has checked that the transition is allowed. */
-  transition(
+  /** Moves an execution inside a `mutate`; the caller has checked that the transition is allowed. */
+  async transition(
     row: ExecutionRow,
     status: ExecutionStatus,
     now: number,
@@ -411,20 +430,20 @@ export class ThingJobs {
       stepTimeoutInMinutes?: number | undefined;
       byDevice: boolean;
     },
-  ): ExecutionRow {
+  ): Promise<ExecutionRow> {
     let startedAt = row.started_at;
     let inProgressDeadline = row.in_progress_deadline;
     let stepDeadline = row.step_deadline;
     if (status === "IN_PROGRESS" && row.status === "QUEUED") {
       startedAt = now;
-      const minutes = this.jobRow(row.job_id)?.in_progress_timeout_minutes;
+      const minutes = (await this.jobRow(row.job_id))?.in_progress_timeout_minutes;
       inProgressDeadline = minutes ? now + minutes * MINUTE : null;
     }
     if (change.stepTimeoutInMinutes !== undefined) stepDeadline = now + change.stepTimeoutInMinutes * MINUTE;
     const timeoutAt = status === "IN_PROGRESS" ? minOf(inProgressDeadline, stepDeadline) : null;
     const details = change.statusDetails ? JSON.stringify(change.statusDetails) : row.status_details;
     const version = row.version_number + (change.byDevice ? 1 : 0);
-    this.store.updateExecution(row, {
+    await this.store.updateExecution(row, {
       status,
       started_at: startedAt,
       last_updated_at: now,
@@ -436,32 +455,32 @@ export class ThingJobs {
     });
     if (status !== row.status) this.touched.add(row.thing_name);
     if (TERMINAL.has(status)) {
-      this.rollout.checkAbort(row.job_id, now);
-      this.rollout.maybeComplete(row.job_id, now);
+      await this.rollout.checkAbort(row.job_id, now);
+      await this.rollout.maybeComplete(row.job_id, now);
     }
-    return this.executionRow(row.job_id, row.thing_name, row.execution_number)!;
+    return (await this.executionRow(row.job_id, row.thing_name, row.execution_number))!;
   }
 
   /** Released executions a device may act on, running ones first, then by queue time. */
-  pending(thingName: string): ExecutionRow[] {
+  pending(thingName: string): Promise<ExecutionRow[]> {
     return this.store.pending(thingName);
   }
 
   // ---- timers ----
 
   /** The earliest moment a timer is due, for the scheduler to sleep until. */
-  nextDue(): number | undefined {
+  nextDue(): Promise<number | undefined> {
     return this.store.nextDue();
   }
 
   /** Runs every timer due at the clock's now: rollout windows and execution timeouts. Returns how many fired. */
-  runDue(): number {
+  runDue(): Promise<number> {
     const now = this.clock();
-    return this.mutate(() => {
+    return this.mutate(async () => {
       let fired = 0;
-      for (const job of this.store.dueRollouts(now)) fired += this.rollout.release(job, now);
-      for (const row of this.store.lateExecutions(now)) {
-        this.transition(row, "TIMED_OUT", now, { byDevice: false });
+      for (const job of await this.store.dueRollouts(now)) fired += await this.rollout.release(job, now);
+      for (const row of await this.store.lateExecutions(now)) {
+        await this.transition(row, "TIMED_OUT", now, { byDevice: false });
         fired++;
       }
       return fired;
@@ -470,8 +489,8 @@ export class ThingJobs {
 
   // ---- internals ----
 
-  private processDetails(row: JobRow, targets: Targets): JobProcessDetails {
-    const c = this.store.statusCounts(row.job_id);
+  private async processDetails(row: JobRow, targets: Targets): Promise<JobProcessDetails> {
+    const c = await this.store.statusCounts(row.job_id);
     const n = (s: ExecutionStatus): number => c.get(s) ?? 0;
     return {
       numberOfCanceledThings: n("CANCELED"),
@@ -487,8 +506,8 @@ export class ThingJobs {
     };
   }
 
-  private targetsOf(row: JobRow): Targets {
-    return { groups: this.store.groupNames(row.job_id), things: JSON.parse(row.target_things) as string[] };
+  private async targetsOf(row: JobRow): Promise<Targets> {
+    return { groups: await this.store.groupNames(row.job_id), things: JSON.parse(row.target_things) as string[] };
   }
 }
 

@@ -20,10 +20,10 @@ export class Rollout {
   ) {}
 
   /** Offers queued executions to devices, within the job's per-minute budget. Returns how many. */
-  release(job: JobRow, now: number): number {
+  async release(job: JobRow, now: number): Promise<number> {
     if (job.status !== "IN_PROGRESS") return 0;
     if (job.maximum_per_minute === null) {
-      const released = this.store.release(job.job_id, null);
+      const released = await this.store.release(job.job_id, null);
       for (const t of released) this.touch(t);
       return released.length;
     }
@@ -34,34 +34,34 @@ export class Rollout {
       count = 0;
     }
     const budget = Math.max(0, job.maximum_per_minute - count);
-    const released = this.store.release(job.job_id, budget);
+    const released = await this.store.release(job.job_id, budget);
     for (const t of released) this.touch(t);
     count += released.length;
-    const waiting = this.store.hasUnreleased(job.job_id);
-    this.store.setRolloutWindow(job.job_id, start, count, waiting ? start + MINUTE : null);
+    const waiting = await this.store.hasUnreleased(job.job_id);
+    await this.store.setRolloutWindow(job.job_id, start, count, waiting ? start + MINUTE : null);
     return released.length;
   }
 
   /** A snapshot job is complete once no execution is left queued or in progress. */
-  maybeComplete(jobId: string, now: number): void {
-    const job = this.store.job(jobId);
+  async maybeComplete(jobId: string, now: number): Promise<void> {
+    const job = await this.store.job(jobId);
     if (!job || job.status !== "IN_PROGRESS" || job.target_selection !== "SNAPSHOT") return;
-    if (this.store.hasOpen(jobId)) return;
-    this.store.completeJob(jobId, isoNow(now));
+    if (await this.store.hasOpen(jobId)) return;
+    await this.store.completeJob(jobId, isoNow(now));
   }
 
   /** AWS semantics without force: queued executions are canceled, running ones may finish. */
-  cancel(row: JobRow, comment: string | undefined, now: number, reason: string): void {
-    const canceled = this.store.cancelJob(row.job_id, comment ?? null, isoNow(now), now);
+  async cancel(row: JobRow, comment: string | undefined, now: number, reason: string): Promise<void> {
+    const canceled = await this.store.cancelJob(row.job_id, comment ?? null, isoNow(now), now);
     for (const c of canceled) if (c.released) this.touch(c.thing_name);
     this.logger.info({ jobId: row.job_id, reason, canceled: canceled.length }, "thing job canceled");
   }
 
   /** AWS abortConfig: cancel the job once a failure type crosses its share of the executed things. */
-  checkAbort(jobId: string, now: number): void {
-    const job = this.store.job(jobId);
+  async checkAbort(jobId: string, now: number): Promise<void> {
+    const job = await this.store.job(jobId);
     if (!job?.abort_config || job.status !== "IN_PROGRESS") return;
-    const counts = this.store.statusCounts(jobId);
+    const counts = await this.store.statusCounts(jobId);
     const failed = counts.get("FAILED") ?? 0;
     const rejected = counts.get("REJECTED") ?? 0;
     const timedOut = counts.get("TIMED_OUT") ?? 0;
@@ -71,7 +71,7 @@ export class Rollout {
     for (const c of config.criteriaList) {
       if (executed < c.minNumberOfExecutedThings || executed === 0) continue;
       if ((byType[c.failureType] * 100) / executed >= c.thresholdPercentage) {
-        this.cancel(job, `Aborted: ${c.failureType} reached ${c.thresholdPercentage}%`, now, "abortConfig");
+        await this.cancel(job, `Aborted: ${c.failureType} reached ${c.thresholdPercentage}%`, now, "abortConfig");
         return;
       }
     }

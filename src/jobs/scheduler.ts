@@ -3,7 +3,7 @@ import type { ThingJobs } from "./jobs.js";
 
 /**
  * Drives the jobs' timers (rollout windows, in-progress and step timeouts).
- * Due times live in SQLite and are compared with the injected clock, so a
+ * Due times live in the store and are compared with the injected clock, so a
  * restart resumes them and tests move time by moving the clock; the poll
  * interval only bounds how late a timer fires (the interface allows 60 s).
  */
@@ -18,8 +18,8 @@ export class JobScheduler {
   ) {}
 
   async start(): Promise<void> {
-    this.tick();
-    this.timer = setInterval(() => this.tick(), this.pollMs);
+    await this.tick();
+    this.timer = setInterval(() => void this.tick(), this.pollMs);
     this.timer.unref();
   }
 
@@ -28,12 +28,12 @@ export class JobScheduler {
     this.timer = undefined;
   }
 
-  /** Runs what is due now; returns how many timers fired. */
-  tick(): number {
+  /** Runs what is due now; resolves how many timers fired. */
+  async tick(): Promise<number> {
     try {
-      const due = this.jobs.nextDue();
+      const due = await this.jobs.nextDue();
       if (due === undefined || due > this.jobs.now()) return 0;
-      return this.jobs.runDue();
+      return await this.jobs.runDue();
     } catch (err) {
       this.logger.error({ err }, "job timers failed");
       return 0;

@@ -50,7 +50,7 @@ export class JobsService {
   }
 
   /** GENERATE_UPLOAD_URL: a signed URL for one PUT of a job document of `domain`. */
-  uploadTicket(p: Principal, documentName: string, domain: string): UploadTicket {
+  async uploadTicket(p: Principal, documentName: string, domain: string): Promise<UploadTicket> {
     requireReadWrite(p);
     if (!this.identity.domain(domain))
       throw new ApiError("NOT_AUTHORIZED_DOMAIN", `Domain ${domain} does not exist`, "domain");
@@ -63,7 +63,7 @@ export class JobsService {
     return this.jobs.documents.upload(request);
   }
 
-  create(p: Principal, body: NewJob): ThingJob {
+  async create(p: Principal, body: NewJob): Promise<ThingJob> {
     requireReadWrite(p);
     authorize(p, "ThingJobs.CREATE", body.domain);
     authorize(p, "ThingJobs.READ", body.domain);
@@ -75,25 +75,25 @@ export class JobsService {
     });
   }
 
-  cancel(p: Principal, jobId: string, comment: string | undefined): JobRef {
-    const job = this.job(p, jobId, "UPDATE");
-    this.jobs.cancel(job.job_id, comment);
+  async cancel(p: Principal, jobId: string, comment: string | undefined): Promise<JobRef> {
+    const job = await this.job(p, jobId, "UPDATE");
+    await this.jobs.cancel(job.job_id, comment);
     return { jobId: job.job_id, description: job.description };
   }
 
-  describe(p: Principal, jobId: string): ThingJob {
-    return this.jobs.describe(this.job(p, jobId, "READ").job_id);
+  async describe(p: Principal, jobId: string): Promise<ThingJob> {
+    return this.jobs.describe((await this.job(p, jobId, "READ")).job_id);
   }
 
   /** The jobs of every domain where the caller holds `ThingJobs.READ`, newest first. */
-  list(
+  async list(
     p: Principal,
     query: {
       status?: JobStatus | undefined;
       targetSelection?: TargetSelection | undefined;
       group?: string | undefined;
     },
-  ): ThingJobListItem[] {
+  ): Promise<ThingJobListItem[]> {
     const readable = new Set(
       this.identity
         .domains()
@@ -111,47 +111,62 @@ export class JobsService {
     return this.jobs.list(readable, { status: query.status, targetSelection: query.targetSelection, groupId });
   }
 
-  executions(p: Principal, jobId: string, status: ExecutionStatus | undefined): JobExecutionSummaryItem[] {
-    return this.jobs.executions(this.job(p, jobId, "READ").job_id, status);
+  async executions(
+    p: Principal,
+    jobId: string,
+    status: ExecutionStatus | undefined,
+  ): Promise<JobExecutionSummaryItem[]> {
+    return this.jobs.executions((await this.job(p, jobId, "READ")).job_id, status);
   }
 
   /** ASSOCIATE_TARGETS_WITH_JOB: thing groups the caller may read join a CONTINUOUS job. */
-  associate(p: Principal, jobId: string, groups: string[], comment: string | undefined): JobRef {
-    const job = this.job(p, jobId, "UPDATE");
-    this.jobs.associate(job.job_id, groups, comment, (d) => p.can("ThingGroups.READ", d));
+  async associate(p: Principal, jobId: string, groups: string[], comment: string | undefined): Promise<JobRef> {
+    const job = await this.job(p, jobId, "UPDATE");
+    await this.jobs.associate(job.job_id, groups, comment, (d) => p.can("ThingGroups.READ", d));
     return { jobId: job.job_id, description: job.description };
   }
 
-  execution(p: Principal, jobId: string, thingName: string, executionNumber: number | undefined): JobExecution {
-    return this.jobs.execution(this.job(p, jobId, "READ").job_id, thingName, executionNumber);
+  async execution(
+    p: Principal,
+    jobId: string,
+    thingName: string,
+    executionNumber: number | undefined,
+  ): Promise<JobExecution> {
+    return this.jobs.execution((await this.job(p, jobId, "READ")).job_id, thingName, executionNumber);
   }
 
-  cancelExecution(
+  async cancelExecution(
     p: Principal,
     jobId: string,
     thingName: string,
     force: boolean,
     expectedVersion: number | undefined,
-  ): void {
-    this.jobs.cancelExecution(this.job(p, jobId, "UPDATE").job_id, thingName, force, expectedVersion);
+  ): Promise<void> {
+    await this.jobs.cancelExecution((await this.job(p, jobId, "UPDATE")).job_id, thingName, force, expectedVersion);
   }
 
-  deleteExecution(p: Principal, jobId: string, thingName: string, executionNumber: number, force: boolean): void {
-    this.jobs.deleteExecution(this.job(p, jobId, "DELETE").job_id, thingName, executionNumber, force);
+  async deleteExecution(
+    p: Principal,
+    jobId: string,
+    thingName: string,
+    executionNumber: number,
+    force: boolean,
+  ): Promise<void> {
+    await this.jobs.deleteExecution((await this.job(p, jobId, "DELETE")).job_id, thingName, executionNumber, force);
   }
 
-  delete(p: Principal, jobId: string, force: boolean): void {
-    this.jobs.delete(this.job(p, jobId, "DELETE").job_id, force);
+  async delete(p: Principal, jobId: string, force: boolean): Promise<void> {
+    await this.jobs.delete((await this.job(p, jobId, "DELETE")).job_id, force);
   }
 
   /** GET_JOB_DOCUMENT of a job the caller may read. */
-  document(p: Principal, jobId: string): unknown {
-    return this.jobs.documentOf(this.job(p, jobId, "READ").job_id);
+  async document(p: Principal, jobId: string): Promise<unknown> {
+    return this.jobs.documentOf((await this.job(p, jobId, "READ")).job_id);
   }
 
   /** The job, after the caller's privilege on its domain (the domain of its job document). */
-  private job(p: Principal, jobId: string, privilege: "READ" | "UPDATE" | "DELETE"): JobRow {
-    const job = this.jobs.requireJob(jobId);
+  private async job(p: Principal, jobId: string, privilege: "READ" | "UPDATE" | "DELETE"): Promise<JobRow> {
+    const job = await this.jobs.requireJob(jobId);
     if (privilege !== "READ") requireReadWrite(p);
     authorize(p, `ThingJobs.${privilege}`, job.domain);
     return job;
@@ -176,8 +191,9 @@ export interface Jobs {
 }
 
 export function createJobs({ db, bus, registry, identity, signer, clock, logger }: JobsDeps): Jobs {
-  const documents = new JobDocuments(db, signer, clock);
-  const jobs = new ThingJobs({ store: new SqliteJobStore(db), registry, bus, documents, clock, logger });
+  const store = new SqliteJobStore(db);
+  const documents = new JobDocuments(store, signer, clock);
+  const jobs = new ThingJobs({ store, registry, bus, documents, clock, logger });
   // On the bus, so that the MQTT bridge hears of jobs changed by the REST or scheduler process.
   jobs.onPendingChanged((things) => bus.emit("jobs.pending", { things: [...things] }));
   return { jobs, service: new JobsService({ jobs, identity, registry }) };

@@ -1,5 +1,5 @@
 import { statementCache, type Db } from "../store/index.js";
-import type { ExecutionChange, ExecutionRow, JobRow, JobStore, NewJobRow } from "./store.js";
+import type { ExecutionChange, ExecutionRow, JobDocumentRow, JobRow, JobStore, NewJobRow } from "./store.js";
 import type { ExecutionStatus, JobStatus, TargetSelection } from "./types.js";
 
 /** Thing jobs in the process's SQLite database (`jobsMigrations`). */
@@ -11,13 +11,64 @@ export class SqliteJobStore implements JobStore {
     this.q = statementCache(db);
   }
 
-  transaction<T>(work: () => T): T {
-    return this.db.transaction(work)();
+  /** Job transactions one after the other: SQLite's connection holds one at a time. */
+  private tail: Promise<unknown> = Promise.resolve();
+
+  async transaction<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(() => this.inTransaction(work));
+    this.tail = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * The callback awaits only this store, whose methods answer at once, so the
+   * transaction ends in the turn of the event loop that began it: no new
+   * request, device message or timer is handled while it is open. A statement
+   * of another promise chain under way in that same turn would run inside it
+   * (and be rolled back with it); job changes start in turns of their own
+   * (a request, a device message, the scheduler's timer, a registry event
+   * deferred by `ThingJobs`), where no other writer is under way.
+   */
+  private async inTransaction<T>(work: () => Promise<T>): Promise<T> {
+    this.db.exec("BEGIN IMMEDIATE");
+    try {
+      const result = await work();
+      this.db.exec("COMMIT");
+      return result;
+    } catch (err) {
+      if (this.db.inTransaction) this.db.exec("ROLLBACK");
+      throw err;
+    }
+  }
+
+  // ---- documents ----
+
+  async insertDocument(
+    doc: Pick<JobDocumentRow, "document_id" | "document_name" | "domain" | "created_at" | "upload_expires_at">,
+  ): Promise<void> {
+    this.q(
+      `INSERT INTO job_documents (document_id, document_name, domain, created_at, upload_expires_at)
+         VALUES (?, ?, ?, ?, ?)`,
+    ).run(doc.document_id, doc.document_name, doc.domain, doc.created_at, doc.upload_expires_at);
+  }
+
+  async document(documentId: string): Promise<JobDocumentRow | undefined> {
+    return this.q<[string], JobDocumentRow>("SELECT * FROM job_documents WHERE document_id = ?").get(documentId);
+  }
+
+  async uploadDocument(documentId: string, content: string, at: string): Promise<boolean> {
+    return (
+      this.q("UPDATE job_documents SET content = ?, uploaded_at = ? WHERE document_id = ? AND content IS NULL").run(
+        content,
+        at,
+        documentId,
+      ).changes > 0
+    );
   }
 
   // ---- jobs ----
 
-  insertJob(job: NewJobRow): void {
+  async insertJob(job: NewJobRow): Promise<void> {
     this.q(
       `INSERT INTO thing_jobs (job_id, domain, description, status, target_selection, document_id, target_things,
            created_at, last_updated_at, maximum_per_minute, in_progress_timeout_minutes, abort_config)
@@ -37,22 +88,22 @@ export class SqliteJobStore implements JobStore {
     );
   }
 
-  addGroups(jobId: string, groups: readonly { id: string; name: string }[], position: number): void {
+  async addGroups(jobId: string, groups: readonly { id: string; name: string }[], position: number): Promise<void> {
     const add = this.q(
       "INSERT OR IGNORE INTO thing_job_groups (job_id, group_id, group_name, position) VALUES (?, ?, ?, ?)",
     );
     groups.forEach((g, i) => add.run(jobId, g.id, g.name, position + i));
   }
 
-  job(jobId: string): JobRow | undefined {
+  async job(jobId: string): Promise<JobRow | undefined> {
     return this.q<[string], JobRow>("SELECT * FROM thing_jobs WHERE job_id = ?").get(jobId);
   }
 
-  jobs(filter: {
+  async jobs(filter: {
     status: JobStatus | null;
     targetSelection: TargetSelection | null;
     groupId: string | null;
-  }): JobRow[] {
+  }): Promise<JobRow[]> {
     return this.q<[{ status: string | null; sel: string | null; group: string | null }], JobRow>(
       `SELECT * FROM thing_jobs j
          WHERE (@status IS NULL OR status = @status) AND (@sel IS NULL OR target_selection = @sel)
@@ -61,7 +112,7 @@ export class SqliteJobStore implements JobStore {
     ).all({ status: filter.status, sel: filter.targetSelection, group: filter.groupId });
   }
 
-  touchJob(jobId: string, comment: string | null, at: string): void {
+  async touchJob(jobId: string, comment: string | null, at: string): Promise<void> {
     this.q("UPDATE thing_jobs SET comment = COALESCE(?, comment), last_updated_at = ? WHERE job_id = ?").run(
       comment,
       at,
@@ -69,12 +120,12 @@ export class SqliteJobStore implements JobStore {
     );
   }
 
-  cancelJob(
+  async cancelJob(
     jobId: string,
     comment: string | null,
     at: string,
     now: number,
-  ): { thing_name: string; released: number }[] {
+  ): Promise<{ thing_name: string; released: number }[]> {
     this.q(
       `UPDATE thing_jobs SET status = 'CANCELED', canceled_at = ?, last_updated_at = ?, comment = COALESCE(?, comment),
            rollout_next_at = NULL WHERE job_id = ?`,
@@ -85,13 +136,13 @@ export class SqliteJobStore implements JobStore {
     ).all(now, jobId);
   }
 
-  completeJob(jobId: string, at: string): void {
+  async completeJob(jobId: string, at: string): Promise<void> {
     this.q(
       "UPDATE thing_jobs SET status = 'COMPLETED', completed_at = ?, last_updated_at = ?, rollout_next_at = NULL WHERE job_id = ?",
     ).run(at, at, jobId);
   }
 
-  deleteJob(jobId: string): string[] {
+  async deleteJob(jobId: string): Promise<string[]> {
     const pending = this.q<[string], { thing_name: string }>(
       "SELECT thing_name FROM job_executions WHERE job_id = ? AND released = 1 AND status IN ('QUEUED', 'IN_PROGRESS')",
     ).all(jobId);
@@ -99,7 +150,7 @@ export class SqliteJobStore implements JobStore {
     return pending.map((p) => p.thing_name);
   }
 
-  groupNames(jobId: string): string[] {
+  async groupNames(jobId: string): Promise<string[]> {
     return this.q<[string], { group_name: string }>(
       "SELECT group_name FROM thing_job_groups WHERE job_id = ? ORDER BY position",
     )
@@ -107,13 +158,13 @@ export class SqliteJobStore implements JobStore {
       .map((g) => g.group_name);
   }
 
-  groupIds(jobId: string): string[] {
+  async groupIds(jobId: string): Promise<string[]> {
     return this.q<[string], { group_id: string }>("SELECT group_id FROM thing_job_groups WHERE job_id = ?")
       .all(jobId)
       .map((g) => g.group_id);
   }
 
-  continuousJobsOf(groupId: string): JobRow[] {
+  async continuousJobsOf(groupId: string): Promise<JobRow[]> {
     return this.q<[string], JobRow>(
       `SELECT j.* FROM thing_jobs j JOIN thing_job_groups g ON g.job_id = j.job_id
          WHERE g.group_id = ? AND j.status = 'IN_PROGRESS' AND j.target_selection = 'CONTINUOUS'`,
@@ -122,14 +173,14 @@ export class SqliteJobStore implements JobStore {
 
   // ---- executions ----
 
-  executions(jobId: string, status: ExecutionStatus | null): ExecutionRow[] {
+  async executions(jobId: string, status: ExecutionStatus | null): Promise<ExecutionRow[]> {
     return this.q<[{ job: string; status: string | null }], ExecutionRow>(
       `SELECT * FROM job_executions WHERE job_id = @job AND (@status IS NULL OR status = @status)
          ORDER BY thing_name, execution_number`,
     ).all({ job: jobId, status });
   }
 
-  execution(jobId: string, thingName: string, executionNumber?: number): ExecutionRow | undefined {
+  async execution(jobId: string, thingName: string, executionNumber?: number): Promise<ExecutionRow | undefined> {
     return executionNumber === undefined
       ? this.q<[string, string], ExecutionRow>(
           `SELECT * FROM job_executions WHERE job_id = ? AND thing_name = ?
@@ -140,14 +191,14 @@ export class SqliteJobStore implements JobStore {
         ).get(jobId, thingName, executionNumber);
   }
 
-  queue(jobId: string, thingName: string, executionNumber: number, now: number): void {
+  async queue(jobId: string, thingName: string, executionNumber: number, now: number): Promise<void> {
     this.q(
       `INSERT INTO job_executions (job_id, thing_name, execution_number, status, released, queued_at, last_updated_at,
            version_number) VALUES (?, ?, ?, 'QUEUED', 0, ?, ?, 1)`,
     ).run(jobId, thingName, executionNumber, now, now);
   }
 
-  updateExecution(row: ExecutionRow, c: ExecutionChange): void {
+  async updateExecution(row: ExecutionRow, c: ExecutionChange): Promise<void> {
     this.q(
       `UPDATE job_executions SET status = ?, started_at = ?, last_updated_at = ?, version_number = ?, status_details = ?,
            in_progress_deadline = ?, step_deadline = ?, timeout_at = ?
@@ -167,14 +218,14 @@ export class SqliteJobStore implements JobStore {
     );
   }
 
-  cancelExecution(row: ExecutionRow, force: boolean, now: number): void {
+  async cancelExecution(row: ExecutionRow, force: boolean, now: number): Promise<void> {
     this.q(
       `UPDATE job_executions SET status = 'CANCELED', force_canceled = ?, last_updated_at = ?, timeout_at = NULL
          WHERE job_id = ? AND thing_name = ? AND execution_number = ?`,
     ).run(force ? 1 : 0, now, row.job_id, row.thing_name, row.execution_number);
   }
 
-  deleteExecution(row: ExecutionRow): void {
+  async deleteExecution(row: ExecutionRow): Promise<void> {
     this.q("DELETE FROM job_executions WHERE job_id = ? AND thing_name = ? AND execution_number = ?").run(
       row.job_id,
       row.thing_name,
@@ -182,14 +233,14 @@ export class SqliteJobStore implements JobStore {
     );
   }
 
-  markRemoved(row: ExecutionRow, now: number): void {
+  async markRemoved(row: ExecutionRow, now: number): Promise<void> {
     this.q(
       `UPDATE job_executions SET status = 'REMOVED', last_updated_at = ?
          WHERE job_id = ? AND thing_name = ? AND execution_number = ?`,
     ).run(now, row.job_id, row.thing_name, row.execution_number);
   }
 
-  removeOpenOf(thingName: string, now: number): string[] {
+  async removeOpenOf(thingName: string, now: number): Promise<string[]> {
     return this.q<[number, string], { job_id: string }>(
       `UPDATE job_executions SET status = 'REMOVED', last_updated_at = ?, timeout_at = NULL
        WHERE thing_name = ? AND status IN ('QUEUED', 'IN_PROGRESS') RETURNING job_id`,
@@ -198,14 +249,14 @@ export class SqliteJobStore implements JobStore {
       .map((r) => r.job_id);
   }
 
-  pending(thingName: string): ExecutionRow[] {
+  async pending(thingName: string): Promise<ExecutionRow[]> {
     return this.q<[string], ExecutionRow>(
       `SELECT * FROM job_executions WHERE thing_name = ? AND released = 1 AND status IN ('IN_PROGRESS', 'QUEUED')
          ORDER BY status = 'IN_PROGRESS' DESC, queued_at, job_id`,
     ).all(thingName);
   }
 
-  statusCounts(jobId: string): Map<ExecutionStatus, number> {
+  async statusCounts(jobId: string): Promise<Map<ExecutionStatus, number>> {
     // The latest execution of each thing speaks for it: earlier ones were REMOVED.
     const rows = this.q<[string], { status: ExecutionStatus; n: number }>(
       `SELECT status, count(*) AS n FROM job_executions e WHERE job_id = ?
@@ -216,7 +267,7 @@ export class SqliteJobStore implements JobStore {
     return new Map(rows.map((r) => [r.status, r.n]));
   }
 
-  hasOpen(jobId: string): boolean {
+  async hasOpen(jobId: string): Promise<boolean> {
     return (
       this.q<[string], { n: number }>(
         "SELECT 1 AS n FROM job_executions WHERE job_id = ? AND status IN ('QUEUED', 'IN_PROGRESS') LIMIT 1",
@@ -226,7 +277,7 @@ export class SqliteJobStore implements JobStore {
 
   // ---- rollout ----
 
-  release(jobId: string, limit: number | null): string[] {
+  async release(jobId: string, limit: number | null): Promise<string[]> {
     const released =
       limit === null
         ? this.q<[string], { thing_name: string }>(
@@ -241,7 +292,7 @@ export class SqliteJobStore implements JobStore {
     return released.map((r) => r.thing_name);
   }
 
-  hasUnreleased(jobId: string): boolean {
+  async hasUnreleased(jobId: string): Promise<boolean> {
     return (
       this.q<[string], { n: number }>(
         "SELECT 1 AS n FROM job_executions WHERE job_id = ? AND released = 0 AND status = 'QUEUED' LIMIT 1",
@@ -249,7 +300,7 @@ export class SqliteJobStore implements JobStore {
     );
   }
 
-  setRolloutWindow(jobId: string, start: number, count: number, nextAt: number | null): void {
+  async setRolloutWindow(jobId: string, start: number, count: number, nextAt: number | null): Promise<void> {
     this.q(
       "UPDATE thing_jobs SET rollout_window_start = ?, rollout_window_count = ?, rollout_next_at = ? WHERE job_id = ?",
     ).run(start, count, nextAt, jobId);
@@ -257,7 +308,7 @@ export class SqliteJobStore implements JobStore {
 
   // ---- timers ----
 
-  nextDue(): number | undefined {
+  async nextDue(): Promise<number | undefined> {
     const row = this.q<[], { due: number | null }>(
       `SELECT min(due) AS due FROM (
            SELECT min(timeout_at) AS due FROM job_executions WHERE timeout_at IS NOT NULL
@@ -266,13 +317,13 @@ export class SqliteJobStore implements JobStore {
     return row?.due ?? undefined;
   }
 
-  dueRollouts(now: number): JobRow[] {
+  async dueRollouts(now: number): Promise<JobRow[]> {
     return this.q<[number], JobRow>(
       "SELECT * FROM thing_jobs WHERE rollout_next_at IS NOT NULL AND rollout_next_at <= ? AND status = 'IN_PROGRESS'",
     ).all(now);
   }
 
-  lateExecutions(now: number): ExecutionRow[] {
+  async lateExecutions(now: number): Promise<ExecutionRow[]> {
     return this.q<[number], ExecutionRow>(
       "SELECT * FROM job_executions WHERE timeout_at IS NOT NULL AND timeout_at <= ? AND status = 'IN_PROGRESS'",
     ).all(now);

@@ -67,72 +67,102 @@ export type ExecutionChange = Pick<
   | "timeout_at"
 >;
 
+/** A job document as stored: `content` is null until its one signed PUT. */
+export interface JobDocumentRow {
+  document_id: string;
+  document_name: string;
+  domain: string;
+  content: string | null;
+  created_at: string;
+  upload_expires_at: number;
+  uploaded_at: string | null;
+}
+
 /**
- * Where thing jobs and their executions are kept, one method per use case.
- * Every change runs inside `transaction`, which the rollout and the device
- * side need to read and write as one (release a window's budget, complete a
- * job when its last execution ends).
+ * Where thing jobs, their executions and their documents are kept, one method
+ * per use case, every one answering asynchronously as a networked database
+ * would. The rollout and the device side read and write as one (release a
+ * window's budget, complete a job when its last execution ends): their
+ * changes run inside `transaction`, whose callback awaits this store only.
  *
- * Synchronous for now, as SQLite answers: the device path (MQTT) and the
- * REST handlers call it in line. The PostgreSQL implementation of the
- * cluster needs `transaction` to take an async callback and every method to
- * answer a Promise; that change of its callers is left to that issue.
+ * SQLite runs the callback between BEGIN IMMEDIATE and COMMIT on the process's
+ * connection, one transaction at a time; its methods answer at once, so the
+ * transaction is open for no more than the callback's own work. A PostgreSQL
+ * store checks one client out of its pool for the callback and finds it again
+ * in its methods through AsyncLocalStorage, so callers never pass a handle.
  */
 export interface JobStore {
-  /** Runs `work` in one transaction: all of it or none. */
-  transaction<T>(work: () => T): T;
+  /** Runs `work` in one transaction: all of it or none. Resolves once committed. */
+  transaction<T>(work: () => Promise<T>): Promise<T>;
+
+  // ---- documents ----
+  insertDocument(
+    doc: Pick<JobDocumentRow, "document_id" | "document_name" | "domain" | "created_at" | "upload_expires_at">,
+  ): Promise<void>;
+  document(documentId: string): Promise<JobDocumentRow | undefined>;
+  /** Stores the content of a document not uploaded yet; false when it already was. */
+  uploadDocument(documentId: string, content: string, at: string): Promise<boolean>;
 
   // ---- jobs ----
-  insertJob(job: NewJobRow): void;
+  insertJob(job: NewJobRow): Promise<void>;
   /** Adds target groups from `position` on; a group already targeted is left alone. */
-  addGroups(jobId: string, groups: readonly { id: string; name: string }[], position: number): void;
-  job(jobId: string): JobRow | undefined;
+  addGroups(jobId: string, groups: readonly { id: string; name: string }[], position: number): Promise<void>;
+  job(jobId: string): Promise<JobRow | undefined>;
   /** Newest first, then by id. */
-  jobs(filter: { status: JobStatus | null; targetSelection: TargetSelection | null; groupId: string | null }): JobRow[];
+  jobs(filter: {
+    status: JobStatus | null;
+    targetSelection: TargetSelection | null;
+    groupId: string | null;
+  }): Promise<JobRow[]>;
   /** Sets the comment when one is given, and the last update. */
-  touchJob(jobId: string, comment: string | null, at: string): void;
+  touchJob(jobId: string, comment: string | null, at: string): Promise<void>;
   /** The job CANCELED (its rollout stopped); its QUEUED executions CANCELED, answered. */
-  cancelJob(jobId: string, comment: string | null, at: string, now: number): { thing_name: string; released: number }[];
-  completeJob(jobId: string, at: string): void;
+  cancelJob(
+    jobId: string,
+    comment: string | null,
+    at: string,
+    now: number,
+  ): Promise<{ thing_name: string; released: number }[]>;
+  completeJob(jobId: string, at: string): Promise<void>;
   /** Deletes the job and its executions; answers the things that had one released and open. */
-  deleteJob(jobId: string): string[];
+  deleteJob(jobId: string): Promise<string[]>;
   /** Target group names, in the order they were added. */
-  groupNames(jobId: string): string[];
-  groupIds(jobId: string): string[];
+  groupNames(jobId: string): Promise<string[]>;
+  groupIds(jobId: string): Promise<string[]>;
   /** The IN_PROGRESS continuous jobs that target the group. */
-  continuousJobsOf(groupId: string): JobRow[];
+  continuousJobsOf(groupId: string): Promise<JobRow[]>;
 
   // ---- executions ----
-  executions(jobId: string, status: ExecutionStatus | null): ExecutionRow[];
+  executions(jobId: string, status: ExecutionStatus | null): Promise<ExecutionRow[]>;
   /** The execution with `executionNumber`, or the thing's latest one. */
-  execution(jobId: string, thingName: string, executionNumber?: number): ExecutionRow | undefined;
+  execution(jobId: string, thingName: string, executionNumber?: number): Promise<ExecutionRow | undefined>;
   /** A new QUEUED execution, not released yet. */
-  queue(jobId: string, thingName: string, executionNumber: number, now: number): void;
-  updateExecution(row: ExecutionRow, change: ExecutionChange): void;
-  cancelExecution(row: ExecutionRow, force: boolean, now: number): void;
-  deleteExecution(row: ExecutionRow): void;
-  markRemoved(row: ExecutionRow, now: number): void;
+  queue(jobId: string, thingName: string, executionNumber: number, now: number): Promise<void>;
+  updateExecution(row: ExecutionRow, change: ExecutionChange): Promise<void>;
+  cancelExecution(row: ExecutionRow, force: boolean, now: number): Promise<void>;
+  deleteExecution(row: ExecutionRow): Promise<void>;
+  markRemoved(row: ExecutionRow, now: number): Promise<void>;
   /** Every QUEUED or IN_PROGRESS execution of the thing REMOVED; answers their jobs. */
-  removeOpenOf(thingName: string, now: number): string[];
+  removeOpenOf(thingName: string, now: number): Promise<string[]>;
   /** Released executions a device may act on, running ones first, then by queue time. */
-  pending(thingName: string): ExecutionRow[];
+  pending(thingName: string): Promise<ExecutionRow[]>;
   /** How many executions of the job are in each status, counting each thing's latest execution only. */
-  statusCounts(jobId: string): Map<ExecutionStatus, number>;
+  statusCounts(jobId: string): Promise<Map<ExecutionStatus, number>>;
   /** Any execution of the job still QUEUED or IN_PROGRESS. */
-  hasOpen(jobId: string): boolean;
+  hasOpen(jobId: string): Promise<boolean>;
 
   // ---- rollout ----
   /** Releases up to `limit` (every one when null) of the job's queued executions, oldest first; answers their things. */
-  release(jobId: string, limit: number | null): string[];
+  release(jobId: string, limit: number | null): Promise<string[]>;
   /** Queued executions not released yet. */
-  hasUnreleased(jobId: string): boolean;
-  setRolloutWindow(jobId: string, start: number, count: number, nextAt: number | null): void;
+  hasUnreleased(jobId: string): Promise<boolean>;
+  setRolloutWindow(jobId: string, start: number, count: number, nextAt: number | null): Promise<void>;
 
   // ---- timers ----
   /** The earliest execution timeout or rollout window due. */
-  nextDue(): number | undefined;
+  nextDue(): Promise<number | undefined>;
   /** IN_PROGRESS jobs whose next rollout window is due. */
-  dueRollouts(now: number): JobRow[];
+  dueRollouts(now: number): Promise<JobRow[]>;
   /** IN_PROGRESS executions past their timeout. */
-  lateExecutions(now: number): ExecutionRow[];
+  lateExecutions(now: number): Promise<ExecutionRow[]>;
 }

@@ -13,8 +13,9 @@ export interface BridgeMessage {
 
 /** The device side of thing jobs, as the bridge needs it (src/jobs `DeviceJobs` and `ThingJobs`). */
 export interface DeviceJobsEndpoint {
-  handle(thingName: string, suffix: string, payload: Buffer): BridgeMessage[];
-  notifications(thingName: string): BridgeMessage[];
+  /** Resolves the answers once the request is handled; a device's requests are answered in their order. */
+  handle(thingName: string, suffix: string, payload: Buffer): Promise<BridgeMessage[]>;
+  notifications(thingName: string): Promise<BridgeMessage[]>;
   onPendingChanged(listener: (thingNames: ReadonlySet<string>) => void): () => void;
 }
 
@@ -159,20 +160,22 @@ export class DeviceBridge {
   private scheduleDrain(): void {
     if (this.draining || this.notifyQueue.size === 0) return;
     this.draining = true;
-    setImmediate(() => {
-      this.draining = false;
-      let n = 0;
-      for (const thingName of this.notifyQueue) {
-        this.notifyQueue.delete(thingName);
-        try {
-          this.publish(this.options.jobs.notifications(thingName));
-        } catch (err) {
-          this.options.logger.error({ err, thingName }, "job notification failed");
-        }
-        if (++n >= NOTIFY_SLICE) break;
+    setImmediate(() => void this.drainSlice());
+  }
+
+  private async drainSlice(): Promise<void> {
+    let n = 0;
+    for (const thingName of this.notifyQueue) {
+      this.notifyQueue.delete(thingName);
+      try {
+        this.publish(await this.options.jobs.notifications(thingName));
+      } catch (err) {
+        this.options.logger.error({ err, thingName }, "job notification failed");
       }
-      this.scheduleDrain();
-    });
+      if (++n >= NOTIFY_SLICE) break;
+    }
+    this.draining = false;
+    this.scheduleDrain();
   }
 
   /** A device message on `topic`, already authorized (embedded) or trusted to the external broker. */
@@ -190,11 +193,10 @@ export class DeviceBridge {
     }
     if (parts[2] !== "jobs" || parts.length < 4 || REPLY.test(topic)) return;
     this.received.inc({ kind: "jobs" });
-    try {
-      this.publish(this.options.jobs.handle(thingName, parts.slice(3).join("/"), payload));
-    } catch (err) {
-      this.options.logger.error({ err, topic }, "device jobs request failed");
-    }
+    this.options.jobs
+      .handle(thingName, parts.slice(3).join("/"), payload)
+      .then((answers) => this.publish(answers))
+      .catch((err: unknown) => this.options.logger.error({ err, topic }, "device jobs request failed"));
   }
 
   /** Hands one device publish to the observation handler; undefined when this process takes none. */

@@ -55,7 +55,7 @@ describe("the outbox across a restart", () => {
     const second = await startTestDms({ dataDir, env: { ...env, DMS_ROLES: "api,engine,actions" } });
     try {
       await until(() => hook.requests.length === 3, "three deliveries");
-      await until(() => second.dms.services.actions.pendingCount() === 0, "an empty outbox");
+      await until(async () => (await second.dms.services.actions.pendingCount()) === 0, "an empty outbox");
       expect(hook.requests.map((r) => r.body).sort()).toEqual(["in flight", "t1", "t2"]);
       expect(new Set(hook.requests.map((r) => r.headers["idempotency-key"]))).toEqual(new Set(keys.map((k) => k.k)));
       // A replay of the same triggered actions (same keys) sends nothing again.

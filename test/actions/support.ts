@@ -130,7 +130,7 @@ export class MailReceiver {
 }
 
 /** Polls `check` until it holds (real time), for effects of asynchronous deliveries. */
-export function until(check: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+export function until(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
   return waitUntil(check, timeoutMs, what, 5);
 }
 

@@ -174,9 +174,9 @@ describe("WEBHOOK", () => {
     const action = triggered("WEBHOOK", { uri: hook.url, body: "kept" });
     await outbox().accept([action]);
     await until(() => delivery(action.idempotencyKey)?.status === "delivered", "delivery");
-    expect(outbox().prune()).toBe(0);
+    expect(await outbox().prune()).toBe(0);
     clock.advance(7 * 24 * 3600_000 + 1);
-    expect(outbox().prune()).toBeGreaterThan(0);
+    expect(await outbox().prune()).toBeGreaterThan(0);
     expect(delivery(action.idempotencyKey)).toBeUndefined();
     const dead = t.dms.services.db.prepare("SELECT count(*) AS n FROM action_outbox WHERE status = 'dead'").get() as {
       n: number;

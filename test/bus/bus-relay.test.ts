@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BusRelay, EventBus, type BusEvents } from "../../src/bus/index.js";
+import { BusRelay, EventBus, SqliteBusEventStore, type BusEvents } from "../../src/bus/index.js";
 import { migrations } from "../../src/migrations.js";
 import { createLogger } from "../../src/observability/index.js";
 import { openDatabase, type Db } from "../../src/store/index.js";
@@ -18,17 +18,19 @@ describe("BusRelay: two processes' buses over one database file", () => {
   let dbs: Db[];
   let a: { bus: EventBus; relay: BusRelay };
   let b: { bus: EventBus; relay: BusRelay };
-  beforeAll(() => {
+  beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "dms-bus-"));
     // Two connections to one file, as two processes have.
     dbs = [openDatabase({ dataDir: dir, migrations }), openDatabase({ dataDir: dir, migrations })];
-    [a, b] = dbs.map((db) => {
-      const bus = new EventBus();
-      // Polled by hand below; the interval is long enough never to run during the test.
-      const relay = new BusRelay({ db, bus, logger, pollMs: 60_000 });
-      relay.start();
-      return { bus, relay };
-    }) as [typeof a, typeof b];
+    [a, b] = (await Promise.all(
+      dbs.map(async (db) => {
+        const bus = new EventBus();
+        // Polled by hand below; the interval is long enough never to run during the test.
+        const relay = new BusRelay({ store: new SqliteBusEventStore(db), bus, logger, pollMs: 60_000 });
+        await relay.start();
+        return { bus, relay };
+      }),
+    )) as [typeof a, typeof b];
   });
   afterAll(() => {
     a.relay.stop();
@@ -37,7 +39,7 @@ describe("BusRelay: two processes' buses over one database file", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("hands another process's changes to followers (remote), not to `on` listeners, and never echoes its own", () => {
+  it("hands another process's changes to followers (remote), not to `on` listeners, and never echoes its own", async () => {
     const followed: [BusEvents["thing.changed"], boolean][] = [];
     const local: BusEvents["thing.changed"][] = [];
     const offs = [
@@ -47,23 +49,23 @@ describe("BusRelay: two processes' buses over one database file", () => {
     a.bus.emit("thing.changed", { thingName: "x1", change: "created" });
     a.bus.emit("thing.changed", { thingName: "x2", change: "deleted" });
     expect(followed).toEqual([]);
-    expect(b.relay.poll()).toBe(2);
+    expect(await b.relay.poll()).toBe(2);
     expect(followed).toEqual([
       [{ thingName: "x1", change: "created" }, true],
       [{ thingName: "x2", change: "deleted" }, true],
     ]);
     expect(local).toEqual([]);
-    expect(a.relay.poll()).toBe(0);
-    expect(b.relay.poll()).toBe(0);
+    expect(await a.relay.poll()).toBe(0);
+    expect(await b.relay.poll()).toBe(0);
 
     b.bus.emit("thing.changed", { thingName: "x3", change: "updated" });
     expect(followed.at(-1)).toEqual([{ thingName: "x3", change: "updated" }, false]);
     expect(local).toEqual([{ thingName: "x3", change: "updated" }]);
-    expect(a.relay.poll()).toBe(1);
+    expect(await a.relay.poll()).toBe(1);
     for (const off of offs) off();
   });
 
-  it("a change emitted in a transaction that rolls back never reaches the other process", () => {
+  it("a change emitted in a transaction that rolls back never reaches the other process", async () => {
     const seen: string[] = [];
     const off = b.bus.follow("domain.changed", (e) => seen.push(e.id));
     expect(() =>
@@ -73,12 +75,12 @@ describe("BusRelay: two processes' buses over one database file", () => {
       })(),
     ).toThrow("rolled back");
     a.bus.emit("domain.changed", { id: "kept", change: "created" });
-    b.relay.poll();
+    await b.relay.poll();
     expect(seen).toEqual(["kept"]);
     off();
   });
 
-  it("a follower that throws does not stop the changes after it", () => {
+  it("a follower that throws does not stop the changes after it", async () => {
     const seen: string[] = [];
     const off = b.bus.follow("thingGroup.deleted", (e) => {
       if (e.groupId === "bad") throw new Error("follower fails");
@@ -86,7 +88,7 @@ describe("BusRelay: two processes' buses over one database file", () => {
     });
     a.bus.emit("thingGroup.deleted", { groupId: "bad" });
     a.bus.emit("thingGroup.deleted", { groupId: "good" });
-    expect(b.relay.poll()).toBe(2);
+    expect(await b.relay.poll()).toBe(2);
     expect(seen).toEqual(["good"]);
     off();
   });

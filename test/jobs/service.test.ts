@@ -29,7 +29,7 @@ afterAll(() => {
 });
 
 async function documentOf(p: Principal, domain: string): Promise<string> {
-  const ticket = jobs.service.uploadTicket(p, "firmware", domain);
+  const ticket = await jobs.service.uploadTicket(p, "firmware", domain);
   const body = new TextEncoder().encode('{"op":"update"}');
   await jobs.service.upload({
     documentId: ticket.documentId,
@@ -48,36 +48,40 @@ describe("thing jobs: access checks in the service", () => {
   beforeAll(async () => {
     const alice = parts.as("alice");
     const base = { description: "update", targetSelection: "SNAPSHOT" as const };
-    acmeJob = jobs.service.create(alice, {
-      ...base,
-      domain: "acme",
-      jobDocumentId: await documentOf(alice, "acme"),
-      targets: { things: ["t1"] },
-    }).jobId;
+    acmeJob = (
+      await jobs.service.create(alice, {
+        ...base,
+        domain: "acme",
+        jobDocumentId: await documentOf(alice, "acme"),
+        targets: { things: ["t1"] },
+      })
+    ).jobId;
     const eastie = parts.as("eastie");
-    eastJob = jobs.service.create(eastie, {
-      ...base,
-      domain: "east",
-      jobDocumentId: await documentOf(eastie, "east"),
-      targets: { things: ["e1"] },
-    }).jobId;
+    eastJob = (
+      await jobs.service.create(eastie, {
+        ...base,
+        domain: "east",
+        jobDocumentId: await documentOf(eastie, "east"),
+        targets: { things: ["e1"] },
+      })
+    ).jobId;
   });
 
   it("a job is read with ThingJobs.READ on its domain or above, and changed only by a ReadWrite user", async () => {
-    expect(jobs.service.describe(parts.as("alice"), acmeJob).domain).toBe("acme");
-    expect(jobs.service.describe(parts.as("alice"), eastJob).domain).toBe("east");
+    expect((await jobs.service.describe(parts.as("alice"), acmeJob)).domain).toBe("acme");
+    expect((await jobs.service.describe(parts.as("alice"), eastJob)).domain).toBe("east");
     expect(await refusal(() => jobs.service.describe(parts.as("eastie"), acmeJob))).toBe("NOT_AUTHORIZED");
-    expect(jobs.service.describe(parts.as("reader"), acmeJob).jobId).toBe(acmeJob);
+    expect((await jobs.service.describe(parts.as("reader"), acmeJob)).jobId).toBe(acmeJob);
     expect(await refusal(() => jobs.service.cancel(parts.as("reader"), acmeJob, "no"))).toBe("NOT_AUTHORIZED");
     expect(await refusal(() => jobs.service.delete(parts.as("eastie"), acmeJob, true))).toBe("NOT_AUTHORIZED");
     expect(await refusal(() => jobs.service.document(parts.as("eastie"), acmeJob))).toBe("NOT_AUTHORIZED");
-    expect(jobs.service.document(parts.as("alice"), acmeJob)).toEqual({ op: "update" });
+    expect(await jobs.service.document(parts.as("alice"), acmeJob)).toEqual({ op: "update" });
   });
 
   it("LIST holds the jobs of the caller's readable domains only; a group filter needs ThingGroups.READ on it", async () => {
-    const ids = (p: Principal) => jobs.service.list(p, {}).map((j) => j.jobId);
-    expect(ids(parts.as("alice")).sort()).toEqual([acmeJob, eastJob].sort());
-    expect(ids(parts.as("eastie"))).toEqual([eastJob]);
+    const ids = async (p: Principal) => (await jobs.service.list(p, {})).map((j) => j.jobId);
+    expect((await ids(parts.as("alice"))).sort()).toEqual([acmeJob, eastJob].sort());
+    expect(await ids(parts.as("eastie"))).toEqual([eastJob]);
     expect(await refusal(() => jobs.service.list(parts.as("eastie"), { group: "g1" }))).toBe("NOT_AUTHORIZED");
     expect(await refusal(() => jobs.service.list(parts.as("alice"), { group: "nope" }))).toBe("THING_GROUP_NOT_FOUND");
   });

@@ -52,7 +52,7 @@ describe("retention", () => {
         document: { thingName: "t1", thingType: "10", domain: "acme", timestamp, state: { temp: 1 } },
       })),
     );
-    t.dms.services.engine!.deadLetters.insertBatch(
+    await t.dms.services.engine!.deadLetters.insertBatch(
       edge.map((createdAt) => ({ source: "http", reason: "not-json" as const, message: "x", createdAt })),
     );
     const event = db.prepare(

@@ -1,5 +1,5 @@
 import { pino } from "pino";
-import { Outbox, realTimers } from "../../src/actions/index.js";
+import { Outbox, SqliteOutboxStore, realTimers } from "../../src/actions/index.js";
 import { loadConfig } from "../../src/config/index.js";
 import { SqliteEventStore, noPublisher } from "../../src/events/index.js";
 import type { ObservationIngest } from "../../src/engine/index.js";
@@ -16,7 +16,7 @@ export function standaloneOutbox(
 ): Outbox {
   const logger = pino({ level: "silent" });
   return new Outbox({
-    db,
+    store: new SqliteOutboxStore(db),
     logger,
     timers: realTimers,
     concurrency: options.concurrency,

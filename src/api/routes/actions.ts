@@ -54,11 +54,11 @@ const retry = createRoute({
 });
 
 export const actionRoutes: RouteModule<{ actions: Outbox; identity: Identity }> = (app, { actions, identity }) => {
-  app.openapi(list, (c) => {
+  app.openapi(list, async (c) => {
     const principal = c.get("principal");
     const { size, marker } = c.req.valid("query");
     const domains = [...principal.domainsWith("Rules.READ", identity.domains())];
-    const page = actions.deadLetters(domains, size, marker === undefined ? undefined : Number(marker));
+    const page = await actions.deadLetters(domains, size, marker === undefined ? undefined : Number(marker));
     return c.json(
       {
         deadLetters: page.items,
@@ -74,17 +74,17 @@ export const actionRoutes: RouteModule<{ actions: Outbox; identity: Identity }> 
     );
   });
 
-  app.openapi(retry, (c) => {
+  app.openapi(retry, async (c) => {
     const principal = c.get("principal");
     const { id } = c.req.valid("param");
-    const domain = actions.domainOf(id);
+    const domain = await actions.domainOf(id);
     // Another tenant's dead letter answers as a missing one: ids are sequential, existence is not to be probed.
     if (domain === undefined || !principal.can("Rules.READ", domain)) {
       throw notFound("NOT_FOUND", `Dead letter ${id}`, "id");
     }
     requireReadWrite(principal);
     authorize(principal, "Rules.UPDATE", domain);
-    const retried = actions.retryDeadLetter(id);
+    const retried = await actions.retryDeadLetter(id);
     if (!retried) throw new ApiError("INVALID_ACTION", `Delivery ${id} is not a dead letter`, "id");
     return c.json(retried, 200);
   });

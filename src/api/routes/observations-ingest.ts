@@ -125,7 +125,7 @@ export const observationsIngestRoutes: RouteModule<IngestDeps> = (app, services)
     return c.json({ accepted: result.accepted, triggered: result.triggered, rejected }, 200);
   });
 
-  app.openapi(deadLetters, (c) => {
+  app.openapi(deadLetters, async (c) => {
     const principal = c.get("principal");
     const { size, marker, reason } = c.req.valid("query");
     // A dead letter of a known thing is visible with Observations.READ on its domain; the others only at the root.
@@ -133,7 +133,7 @@ export const observationsIngestRoutes: RouteModule<IngestDeps> = (app, services)
     const out: StoredDeadLetter[] = [];
     let before = marker;
     for (;;) {
-      const page = engine().deadLetters.list({ limit: 500, before, reason });
+      const page = await engine().deadLetters.list({ limit: 500, before, reason });
       for (const d of page) {
         if (out.length === size) break;
         if (visible(d)) out.push(d);

@@ -149,65 +149,70 @@ function errorResponse(description: string) {
 }
 
 export const thingJobRoutes: RouteModule<{ thingJobs: JobsService }> = (app, { thingJobs: jobs }) => {
-  app.openapi(generateUploadUrl, (c) => {
+  app.openapi(generateUploadUrl, async (c) => {
     const { documentName, domain } = c.req.valid("json");
-    return c.json(jobs.uploadTicket(c.get("principal"), documentName, domain), 200);
+    return c.json(await jobs.uploadTicket(c.get("principal"), documentName, domain), 200);
   });
 
-  app.openapi(createJob, (c) => {
-    const job = jobs.create(c.get("principal"), c.req.valid("json"));
+  app.openapi(createJob, async (c) => {
+    const job = await jobs.create(c.get("principal"), c.req.valid("json"));
     return c.json({ jobId: job.jobId, domain: job.domain, description: job.description }, 200);
   });
 
-  app.openapi(cancelJob, (c) => {
+  app.openapi(cancelJob, async (c) => {
     const body = (c.req.valid("json") as { comment?: string } | undefined) ?? {};
-    return c.json(jobs.cancel(c.get("principal"), c.req.valid("param").jobId, body.comment), 200);
+    return c.json(await jobs.cancel(c.get("principal"), c.req.valid("param").jobId, body.comment), 200);
   });
 
-  app.openapi(describeJob, (c) => c.json(jobs.describe(c.get("principal"), c.req.valid("param").jobId), 200));
+  app.openapi(describeJob, async (c) =>
+    c.json(await jobs.describe(c.get("principal"), c.req.valid("param").jobId), 200),
+  );
 
-  app.openapi(listJobs, (c) => c.json(jobs.list(c.get("principal"), c.req.valid("query")), 200));
+  app.openapi(listJobs, async (c) => c.json(await jobs.list(c.get("principal"), c.req.valid("query")), 200));
 
-  app.openapi(listExecutions, (c) => {
+  app.openapi(listExecutions, async (c) => {
     const status = c.req.valid("query").status;
     // SUCCESS is how the interface's get operation spells SUCCEEDED.
     const wanted = status === "SUCCESS" ? "SUCCEEDED" : (status as ExecutionStatus | undefined);
-    return c.json(jobs.executions(c.get("principal"), c.req.valid("param").jobId, wanted), 200);
+    return c.json(await jobs.executions(c.get("principal"), c.req.valid("param").jobId, wanted), 200);
   });
 
-  app.openapi(associateTargets, (c) => {
+  app.openapi(associateTargets, async (c) => {
     const { targets, comment } = c.req.valid("json");
-    return c.json(jobs.associate(c.get("principal"), c.req.valid("param").jobId, targets, comment), 200);
+    return c.json(await jobs.associate(c.get("principal"), c.req.valid("param").jobId, targets, comment), 200);
   });
 
-  app.openapi(getExecution, (c) => {
+  app.openapi(getExecution, async (c) => {
     const { jobId, thingName } = c.req.valid("param");
     const n = c.req.valid("query").executionNumber;
-    return c.json(jobs.execution(c.get("principal"), jobId, thingName, n === undefined ? undefined : Number(n)), 200);
+    return c.json(
+      await jobs.execution(c.get("principal"), jobId, thingName, n === undefined ? undefined : Number(n)),
+      200,
+    );
   });
 
-  app.openapi(cancelExecution, (c) => {
+  app.openapi(cancelExecution, async (c) => {
     const { jobId, thingName } = c.req.valid("param");
     const q = c.req.valid("query");
     const expected = q.expectedVersion === undefined ? undefined : Number(q.expectedVersion);
-    jobs.cancelExecution(c.get("principal"), jobId, thingName, q.force === "true", expected);
+    await jobs.cancelExecution(c.get("principal"), jobId, thingName, q.force === "true", expected);
     return c.body(null, 200);
   });
 
-  app.openapi(deleteExecution, (c) => {
+  app.openapi(deleteExecution, async (c) => {
     const { jobId, thingName, executionNumber } = c.req.valid("param");
     const force = c.req.valid("query").force === "true";
-    jobs.deleteExecution(c.get("principal"), jobId, thingName, Number(executionNumber), force);
+    await jobs.deleteExecution(c.get("principal"), jobId, thingName, Number(executionNumber), force);
     return c.body(null, 200);
   });
 
-  app.openapi(deleteJob, (c) => {
-    jobs.delete(c.get("principal"), c.req.valid("param").jobId, c.req.valid("query").force === "true");
+  app.openapi(deleteJob, async (c) => {
+    await jobs.delete(c.get("principal"), c.req.valid("param").jobId, c.req.valid("query").force === "true");
     return c.body(null, 200);
   });
 
-  app.openapi(getDocument, (c) =>
-    c.json({ document: jobs.document(c.get("principal"), c.req.valid("param").jobId) }, 200),
+  app.openapi(getDocument, async (c) =>
+    c.json({ document: await jobs.document(c.get("principal"), c.req.valid("param").jobId) }, 200),
   );
 
   // The signed PUT of a job document: no credentials, the URL's signature is the authority.

@@ -1,4 +1,4 @@
-import type { DeadLetterStore } from "../dead-letters.js";
+import type { DeadLetterStore } from "../dead-letters/index.js";
 import { decodeDevicePayload } from "../decode.js";
 import type { Ingested } from "../decode.js";
 import { deadLetter } from "../checks.js";
@@ -79,7 +79,7 @@ export function deviceIngest(
       await engine(decode(batch));
     };
   }
-  return (batch) => {
+  return async (batch) => {
     const letters = [];
     const observations = [];
     for (const item of decode(batch)) {
@@ -91,7 +91,7 @@ export function deviceIngest(
       const domain = thingName === undefined ? undefined : domainOf(thingName);
       letters.push(deadLetter(item, reason, message, clock(), thingName, domain));
     }
-    if (letters.length > 0) deadLetters.insertBatch(letters);
-    return topic(observations, "mqtt");
+    if (letters.length > 0) await deadLetters.insertBatch(letters);
+    await topic(observations, "mqtt");
   };
 }

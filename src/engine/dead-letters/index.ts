@@ -1,0 +1,10 @@
+export {
+  DEAD_LETTER_REASONS,
+  MAX_DEAD_LETTER_PAYLOAD,
+  type DeadLetter,
+  type DeadLetterReason,
+  type DeadLetterStore,
+  type StoredDeadLetter,
+} from "./store.js";
+export { SqliteDeadLetterStore } from "./sqlite-store.js";
+export { deadLetterMigrations } from "./migrations.js";
