@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Outbox, realTimers, type ActionSink, type Timers } from "./actions/index.js";
 import { createApp, routeModules, type Api } from "./api/index.js";
-import { Identity, Tokens, authentication, jwtSecret } from "./auth/index.js";
+import { createAuth, jwtSecret, type Identity, type Tokens, type UsersService } from "./auth/index.js";
 import { BusRelay, EventBus } from "./bus/index.js";
 import { topicLayout, type Config } from "./config/index.js";
 import { answerMalformedRequests } from "./errors/index.js";
@@ -47,6 +47,8 @@ import {
   SqliteThingStore,
   ThingGroupsService,
   ThingRegistry,
+  ThingTypesService,
+  ThingsService,
   deviceSecretKey,
   registerCredentialMetrics,
 } from "./things/index.js";
@@ -74,7 +76,13 @@ export interface Services {
   readonly clock: () => number;
   readonly identity: Identity;
   readonly tokens: Tokens;
+  /** The user operations with their access checks. */
+  readonly users: UsersService;
   readonly registry: ThingRegistry;
+  /** The thing-type operations with their access checks. */
+  readonly thingTypes: ThingTypesService;
+  /** The thing operations with their access checks. */
+  readonly things: ThingsService;
   /** The thing-group operations with their access checks. */
   readonly thingGroups: ThingGroupsService;
   readonly observations: ObservationStore;
@@ -174,8 +182,8 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   relay?.start();
 
   // The capabilities every process has: REST in any process answers with them.
-  const identity = new Identity(db, bus);
-  const tokens = new Tokens(jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR), clock, db);
+  const auth = createAuth({ db, bus, clock, tokenSecret: jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR) });
+  const { identity, tokens, users, authentication: authenticate } = auth;
   const credentials = new DeviceCredentials({ key: deviceSecretKey(config.DMS_DATA_DIR) });
   registerCredentialMetrics(credentials, metrics.registry);
   const registry = new ThingRegistry(
@@ -184,6 +192,8 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     (id) => identity.domain(id) !== undefined,
     credentials,
   );
+  const thingTypes = new ThingTypesService({ registry, identity });
+  const things = new ThingsService({ registry, identity });
   const thingGroups = new ThingGroupsService({ registry, identity });
   let publicUrl = config.DMS_PUBLIC_URL;
   const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
@@ -221,7 +231,6 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     metrics: metrics.registry,
   });
   const { jobs, service: thingJobs } = createJobs({ db, bus, registry, identity, signer, clock, logger });
-  const authenticate = authentication({ identity, tokens });
 
   // Triggered actions and SET_RESOURCE observations go round: the engine hands actions to the outbox,
   // the outbox's SET_RESOURCE feeds observations to the engine. The outbox reads `ingest` when it
@@ -284,7 +293,10 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     clock,
     identity,
     tokens,
+    users,
     registry,
+    thingTypes,
+    things,
     thingGroups,
     observations,
     observationReader,

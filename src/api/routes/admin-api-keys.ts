@@ -42,25 +42,25 @@ const remove = createRoute({
 
 /** API keys identify client applications of the whole service, so they are managed on root only. */
 export const adminApiKeyRoutes: RouteModule<{ identity: Identity }> = (app, { identity }) => {
-  app.openapi(list, (c) => {
+  app.openapi(list, async (c) => {
     authorize(c.get("principal"), "ApiKeys.READ", ROOT_DOMAIN);
-    return c.json({ apiKeys: identity.apiKeys() }, 200);
+    return c.json({ apiKeys: await identity.apiKeys() }, 200);
   });
 
-  app.openapi(create, (c) => {
+  app.openapi(create, async (c) => {
     const principal = c.get("principal");
     requireReadWrite(principal);
     authorize(principal, "ApiKeys.CREATE", ROOT_DOMAIN);
     const key = randomSecret();
-    const info = identity.addApiKey(key, c.req.valid("json")?.label ?? "");
+    const info = await identity.addApiKey(key, c.req.valid("json")?.label ?? "");
     return c.json({ ...info, key }, 200);
   });
 
-  app.openapi(remove, (c) => {
+  app.openapi(remove, async (c) => {
     const principal = c.get("principal");
     requireReadWrite(principal);
     authorize(principal, "ApiKeys.DELETE", ROOT_DOMAIN);
-    identity.deleteApiKey(c.req.valid("param").id);
+    await identity.deleteApiKey(c.req.valid("param").id);
     return c.body(null, 200);
   });
 };

@@ -80,29 +80,29 @@ export const adminDomainRoutes: RouteModule<{ identity: Identity }> = (app, { id
     return c.json(domain, 200);
   });
 
-  app.openapi(create, (c) => {
+  app.openapi(create, async (c) => {
     const body = c.req.valid("json");
     const principal = c.get("principal");
     requireReadWrite(principal);
     existing(body.parent);
     authorize(principal, "Domains.CREATE", body.parent);
-    return c.json(identity.createDomain(body.id, body.parent, body.label), 200);
+    return c.json(await identity.createDomain(body.id, body.parent, body.label), 200);
   });
 
-  app.openapi(update, (c) => {
+  app.openapi(update, async (c) => {
     const domain = existing(c.req.valid("param").id);
     const principal = c.get("principal");
     requireReadWrite(principal);
     authorize(principal, "Domains.UPDATE", domain.id);
-    return c.json(identity.updateDomain(domain.id, c.req.valid("json").label), 200);
+    return c.json(await identity.updateDomain(domain.id, c.req.valid("json").label), 200);
   });
 
-  app.openapi(remove, (c) => {
+  app.openapi(remove, async (c) => {
     const domain = existing(c.req.valid("param").id);
     const principal = c.get("principal");
     requireReadWrite(principal);
     authorize(principal, "Domains.DELETE", domain.id);
-    identity.deleteDomain(domain.id);
+    await identity.deleteDomain(domain.id);
     return c.body(null, 200);
   });
 };
