@@ -1,9 +1,6 @@
 import { serve, type ServerType } from "@hono/node-server";
-import { mkdtempSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Outbox, realTimers, type ActionSink, type Timers } from "./actions/index.js";
 import { createApp, routeModules, type Api } from "./api/index.js";
 import { createAuth, jwtSecret, type Identity, type Tokens, type UsersService } from "./auth/index.js";
@@ -28,7 +25,7 @@ import { createLogger, createMetrics, type Logger, type Metrics } from "./observ
 import { provisionFromFile } from "./provision/index.js";
 import { RuleCache, createRules, type RuleStore, type RulesService } from "./rules/index.js";
 import { createProxy, type Proxy } from "./proxy/index.js";
-import { Files, LocalFileStore } from "./files/index.js";
+import { createFiles, type Files } from "./files/index.js";
 import {
   ObservationReader,
   ObservationStore,
@@ -37,7 +34,7 @@ import {
   type Exports,
   type FindRunner,
 } from "./observations/index.js";
-import { SearchIndex } from "./search/index.js";
+import { createSearch, type SearchIndex } from "./search/index.js";
 import { UrlSigner, signingKey } from "./signing/index.js";
 import { RetentionSweeper, openDatabase, startCheckpointer, type Db } from "./store/index.js";
 import { retentionTargets } from "./retention.js";
@@ -197,10 +194,9 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const thingGroups = new ThingGroupsService({ registry, identity });
   let publicUrl = config.DMS_PUBLIC_URL;
   const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
-  const fileStore = new LocalFileStore({ db, dir: fileStoreDir(config.DMS_DATA_DIR), clock });
-  const files = new Files(fileStore, signer, registry, identity);
+  const files = createFiles({ db, dataDir: config.DMS_DATA_DIR, clock, signer, registry, identity });
   // Built before provisioning so that the bus keeps it current from the first change on.
-  const search = new SearchIndex({ identity, registry }, bus);
+  const search = createSearch({ identity, registry, bus });
   const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
   const rules = createRules({
     db,
@@ -456,11 +452,6 @@ function createDeviceBridge(
   if (!takeDevice) return { bridge, source: undefined };
   const source = new MqttObservationSource(bridge);
   return { bridge, source: { name: "mqtt-source", start: () => source.start(takeDevice), stop: () => source.stop() } };
-}
-
-/** Objects live beside the database; an in-memory database gets a throw-away directory. */
-function fileStoreDir(dataDir: string): string {
-  return dataDir === ":memory:" ? mkdtempSync(join(tmpdir(), "dms-files-")) : join(dataDir, "files");
 }
 
 function listen(app: Api, hostname: string, port: number): Promise<ServerType> {
