@@ -3,7 +3,15 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Outbox, realTimers, type ActionSink, type Timers } from "./actions/index.js";
 import { createApp, routeModules, type Api } from "./api/index.js";
-import { createAuth, jwtSecret, type Identity, type Tokens, type UsersService } from "./auth/index.js";
+import {
+  createAuth,
+  jwtSecret,
+  type ApiKeysService,
+  type DomainsService,
+  type Identity,
+  type Tokens,
+  type UsersService,
+} from "./auth/index.js";
 import { BusRelay, EventBus } from "./bus/index.js";
 import { topicLayout, type Config } from "./config/index.js";
 import { answerMalformedRequests } from "./errors/index.js";
@@ -73,8 +81,10 @@ export interface Services {
   readonly clock: () => number;
   readonly identity: Identity;
   readonly tokens: Tokens;
-  /** The user operations with their access checks. */
+  /** The domain, user and API key operations with their access checks. */
+  readonly domains: DomainsService;
   readonly users: UsersService;
+  readonly apiKeys: ApiKeysService;
   readonly registry: ThingRegistry;
   /** The thing-type operations with their access checks. */
   readonly thingTypes: ThingTypesService;
@@ -180,7 +190,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
 
   // The capabilities every process has: REST in any process answers with them.
   const auth = createAuth({ db, bus, clock, tokenSecret: jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR) });
-  const { identity, tokens, users, authentication: authenticate } = auth;
+  const { identity, tokens, domains, users, apiKeys, authentication: authenticate } = auth;
   const credentials = new DeviceCredentials({ key: deviceSecretKey(config.DMS_DATA_DIR) });
   registerCredentialMetrics(credentials, metrics.registry);
   const registry = new ThingRegistry(
@@ -289,7 +299,9 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     clock,
     identity,
     tokens,
+    domains,
     users,
+    apiKeys,
     registry,
     thingTypes,
     things,

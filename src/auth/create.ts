@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import type { EventBus } from "../bus/index.js";
 import type { Db } from "../store/index.js";
+import { ApiKeysService, DomainsService } from "./admin.js";
 import { Identity } from "./identity.js";
 import { authentication, type AuthEnv } from "./middleware.js";
 import { SqliteIdentityStore } from "./sqlite-store.js";
@@ -18,12 +19,14 @@ export interface AuthDeps {
   tokenSecret: string;
 }
 
-/** The identity capability: who may call (keys, tokens, users) and the user operations. */
+/** The identity capability: who may call (keys, tokens, users) and the operations on domains, users and keys. */
 export interface Auth {
   store: IdentityStore;
   identity: Identity;
   tokens: Tokens;
   users: UsersService;
+  domains: DomainsService;
+  apiKeys: ApiKeysService;
   /** The middleware REST and the proxy control interface authenticate with. */
   authentication: MiddlewareHandler<AuthEnv>;
 }
@@ -38,6 +41,8 @@ export function createAuth({ db, bus, clock, tokenSecret }: AuthDeps): Auth {
     identity,
     tokens,
     users: new UsersService(identity),
+    domains: new DomainsService(identity),
+    apiKeys: new ApiKeysService(identity),
     authentication: authentication({ identity, tokens }),
   };
 }

@@ -12,6 +12,7 @@ export {
 } from "./store.js";
 export { SqliteIdentityStore } from "./sqlite-store.js";
 export { UsersService, type NewMicUser } from "./users.js";
+export { DomainsService, ApiKeysService } from "./admin.js";
 export { createAuth, type Auth, type AuthDeps } from "./create.js";
 export {
   Principal,
