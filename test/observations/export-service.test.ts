@@ -33,19 +33,20 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
+/** An hour of two of acme's things. */
 const instant = {
-  jobName: "temps",
+  jobName: "pair",
   type: "instant",
-  thingType: "10",
-  from: "2026-01-01T00:00:00Z",
-  to: "2026-01-01T00:10:00Z",
+  things: ["t1", "t2"],
   resources: ["temp"],
+  from: "2026-02-01T00:00:00Z",
+  to: "2026-02-01T01:00:00Z",
 };
 
 describe("exports: the service on the SQLite store", () => {
-  it("CREATE needs ReadWrite and DataExport.CREATE, and a thing type the caller may read", async () => {
+  it("CREATE needs ReadWrite and DataExport.CREATE, and things the caller may read", async () => {
     expect(await refusal(() => exports.service.create(parts.as("reader"), instant))).toBe("NOT_AUTHORIZED");
-    expect(await refusal(() => exports.service.create(parts.as("eastie"), instant))).toBe("THING_TYPE_NOT_FOUND");
+    expect(await refusal(() => exports.service.create(parts.as("eastie"), instant))).toBe("THING_NOT_FOUND");
     const job = await exports.service.create(parts.as("alice"), instant);
     await exports.runner.idle();
     const { exportJobExecutions } = await exports.service.executions(parts.as("alice"), job.id, {
