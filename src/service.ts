@@ -1,12 +1,17 @@
 import { serve, type ServerType } from "@hono/node-server";
-import { mkdtempSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Outbox, SqliteOutboxStore, realTimers, type ActionSink, type Timers } from "./actions/index.js";
 import { createApp, routeModules, type Api } from "./api/index.js";
-import { Identity, Tokens, authentication, jwtSecret } from "./auth/index.js";
+import {
+  createAuth,
+  jwtSecret,
+  type ApiKeysService,
+  type DomainsService,
+  type Identity,
+  type Tokens,
+  type UsersService,
+} from "./auth/index.js";
 import { BusRelay, EventBus, SqliteBusEventStore } from "./bus/index.js";
 import { topicLayout, type Config } from "./config/index.js";
 import { answerMalformedRequests } from "./errors/index.js";
@@ -28,7 +33,7 @@ import { createLogger, createMetrics, type Logger, type Metrics } from "./observ
 import { provisionFromFile } from "./provision/index.js";
 import { RuleCache, createRules, type RuleStore, type RulesService } from "./rules/index.js";
 import { createProxy, type Proxy } from "./proxy/index.js";
-import { Files, LocalFileStore } from "./files/index.js";
+import { createFiles, type Files } from "./files/index.js";
 import {
   openObservations,
   type ObservationReader,
@@ -38,7 +43,7 @@ import {
   type Exports,
   type FindRunner,
 } from "./observations/index.js";
-import { SearchIndex } from "./search/index.js";
+import { createSearch, type SearchIndex } from "./search/index.js";
 import { UrlSigner, signingKey } from "./signing/index.js";
 import { RetentionSweeper, openDatabase, startCheckpointer, type Db } from "./store/index.js";
 import { retentionTargets } from "./retention.js";
@@ -48,6 +53,8 @@ import {
   SqliteThingStore,
   ThingGroupsService,
   ThingRegistry,
+  ThingTypesService,
+  ThingsService,
   deviceSecretKey,
   registerCredentialMetrics,
 } from "./things/index.js";
@@ -75,7 +82,15 @@ export interface Services {
   readonly clock: () => number;
   readonly identity: Identity;
   readonly tokens: Tokens;
+  /** The domain, user and API key operations with their access checks. */
+  readonly domains: DomainsService;
+  readonly users: UsersService;
+  readonly apiKeys: ApiKeysService;
   readonly registry: ThingRegistry;
+  /** The thing-type operations with their access checks. */
+  readonly thingTypes: ThingTypesService;
+  /** The thing operations with their access checks. */
+  readonly things: ThingsService;
   /** The thing-group operations with their access checks. */
   readonly thingGroups: ThingGroupsService;
   readonly observations: ObservationStore;
@@ -177,8 +192,8 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   await relay?.start();
 
   // The capabilities every process has: REST in any process answers with them.
-  const identity = new Identity(db, bus);
-  const tokens = new Tokens(jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR), clock, db);
+  const auth = createAuth({ db, bus, clock, tokenSecret: jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR) });
+  const { identity, tokens, domains, users, apiKeys, authentication: authenticate } = auth;
   const credentials = new DeviceCredentials({ key: deviceSecretKey(config.DMS_DATA_DIR) });
   registerCredentialMetrics(credentials, metrics.registry);
   const registry = new ThingRegistry(
@@ -187,13 +202,14 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     (id) => identity.domain(id) !== undefined,
     credentials,
   );
+  const thingTypes = new ThingTypesService({ registry, identity });
+  const things = new ThingsService({ registry, identity });
   const thingGroups = new ThingGroupsService({ registry, identity });
   let publicUrl = config.DMS_PUBLIC_URL;
   const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
-  const fileStore = new LocalFileStore({ db, dir: fileStoreDir(config.DMS_DATA_DIR), clock });
-  const files = new Files(fileStore, signer, registry, identity);
+  const files = createFiles({ db, dataDir: config.DMS_DATA_DIR, clock, signer, registry, identity });
   // Built before provisioning so that the bus keeps it current from the first change on.
-  const search = new SearchIndex({ identity, registry }, bus);
+  const search = createSearch({ identity, registry, bus });
   const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
   const rules = createRules({
     db,
@@ -227,7 +243,6 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     metrics: metrics.registry,
   });
   const { jobs, service: thingJobs } = createJobs({ db, bus, registry, identity, signer, clock, logger });
-  const authenticate = authentication({ identity, tokens });
 
   // Triggered actions and SET_RESOURCE observations go round: the engine hands actions to the outbox,
   // the outbox's SET_RESOURCE feeds observations to the engine. The outbox reads `ingest` when it
@@ -296,7 +311,12 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     clock,
     identity,
     tokens,
+    domains,
+    users,
+    apiKeys,
     registry,
+    thingTypes,
+    things,
     thingGroups,
     observations,
     observationReader,
@@ -457,11 +477,6 @@ function createDeviceBridge(
   if (!takeDevice) return { bridge, source: undefined };
   const source = new MqttObservationSource(bridge);
   return { bridge, source: { name: "mqtt-source", start: () => source.start(takeDevice), stop: () => source.stop() } };
-}
-
-/** Objects live beside the database; an in-memory database gets a throw-away directory. */
-function fileStoreDir(dataDir: string): string {
-  return dataDir === ":memory:" ? mkdtempSync(join(tmpdir(), "dms-files-")) : join(dataDir, "files");
 }
 
 function listen(app: Api, hostname: string, port: number): Promise<ServerType> {

@@ -219,9 +219,9 @@ async function searchBench(dms: Dms): Promise<string[]> {
   const { identity, search: index } = dms.services;
   // Domains through the identity service: the bus carries them into the index, as in service.
   for (let r = 0; r < 10; r++) {
-    identity.createDomain(`region${r}`, "root", `Region ${WORDS[r]}`);
+    await identity.createDomain(`region${r}`, "root", `Region ${WORDS[r]}`);
     for (let s = 0; s < 10; s++)
-      identity.createDomain(`site${r}_${s}`, `region${r}`, `Site ${WORDS[(r + s) % 20]} ${s}`);
+      await identity.createDomain(`site${r}_${s}`, `region${r}`, `Site ${WORDS[(r + s) % 20]} ${s}`);
   }
   await identity.createUser({
     userName: "regional",

@@ -419,7 +419,7 @@ async function main(): Promise<void> {
 
   // ---- export throughput: one day of every thing type
   const principal = identity.principal("bench")!;
-  const job = exports.service.create(principal, {
+  const job = await exports.service.create(principal, {
     jobName: "bench",
     type: "instant",
     things: undefined,
@@ -430,8 +430,9 @@ async function main(): Promise<void> {
   });
   await new Promise((r) => setTimeout(r, 10));
   await exports.runner.idle();
-  const execution = exports.service.executions(principal, job.id, { size: 1, order: "desc" }).exportJobExecutions[0]!;
-  const detail = exports.service.execution(principal, execution.id);
+  const execution = (await exports.service.executions(principal, job.id, { size: 1, order: "desc" }))
+    .exportJobExecutions[0]!;
+  const detail = await exports.service.execution(principal, execution.id);
   const exportRows = tablesOf(START, START + 5 * DAY).reduce(
     (n, table) =>
       n +

@@ -1,28 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { EventBus } from "../bus/index.js";
 import { ApiError, invalid, notFound } from "../errors/index.js";
-import { isoNow, type Db } from "../store/index.js";
 import { hashApiKey, hashSecret, verifySecret } from "./passwords.js";
 import { Principal, isGrant, type DomainPaths, type RoleName } from "./privileges.js";
-
-export interface Domain {
-  id: string;
-  parent: string | null;
-  label: string;
-  path: string;
-  createdAt: string;
-  updatedAt: string;
-}
-
-export interface User {
-  userName: string;
-  role: RoleName;
-  homeDomain: string;
-  email: string | null;
-  privileges: Record<string, string[]>;
-  createdAt: string;
-  updatedAt: string;
-}
+import { ROOT_DOMAIN, type ApiKeyInfo, type Domain, type IdentityStore, type User } from "./store.js";
 
 export interface NewUser {
   userName: string;
@@ -36,32 +17,6 @@ export interface NewUser {
 /** What PATCH may change; `email: null` removes the address. */
 export type UserChange = Partial<Omit<NewUser, "userName" | "email">> & { email?: string | null | undefined };
 
-export interface ApiKeyInfo {
-  id: string;
-  label: string;
-  createdAt: string;
-}
-
-interface DomainRow {
-  id: string;
-  parent: string | null;
-  label: string;
-  path: string;
-  created_at: string;
-  updated_at: string;
-}
-interface UserRow {
-  user_name: string;
-  password_hash: string;
-  role: RoleName;
-  home_domain: string;
-  email: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export const ROOT_DOMAIN = "root";
-
 /** Privileges as `toUser` reads them back: domains and grants sorted, duplicates and empty lists gone. */
 function normalizePrivileges(privileges: Record<string, string[]>): Record<string, string[]> {
   const out: Record<string, string[]> = {};
@@ -74,18 +29,18 @@ function normalizePrivileges(privileges: Record<string, string[]>): Record<strin
 const ID_PATTERN = /^[0-9A-Za-z_-]{1,64}$/;
 
 /**
- * Domains, users and API keys. The domain tree is small and read on every
- * authorization, so it is held in memory and reloaded on each change.
+ * Domains, users and API keys, kept in an `IdentityStore`. The domain tree is small and read on
+ * every authorization, so it is held in memory and reloaded on each change, as are the API key
+ * hashes every request is checked against.
  */
 export class Identity implements DomainPaths {
   private tree = new Map<string, Domain>();
   private apiKeyHashes = new Set<string>();
 
   constructor(
-    private readonly db: Db,
+    private readonly store: IdentityStore,
     private readonly bus: EventBus,
   ) {
-    this.ensureRoot();
     this.reloadDomains();
     this.reloadApiKeys();
     // Another process sharing the database changed them. Subscribed before anything else that
@@ -115,95 +70,66 @@ export class Identity implements DomainPaths {
     return a !== undefined && d !== undefined && (d === a || d.startsWith(`${a}/`));
   }
 
-  createDomain(id: string, parent: string, label?: string): Domain {
+  async createDomain(id: string, parent: string, label?: string): Promise<Domain> {
     if (!ID_PATTERN.test(id)) throw invalid("id", "1-64 characters of 0-9, A-Z, a-z, '_' or '-'");
     const parentDomain = this.tree.get(parent);
     if (!parentDomain) throw notFound("DOMAIN_NOT_FOUND", `Domain ${parent}`, "parent");
     if (this.tree.has(id)) throw new ApiError("ALREADY_EXISTS", `Domain ${id} already exists`, "id");
-    const now = isoNow();
-    this.db
-      .prepare("INSERT INTO domains (id, parent, label, path, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)")
-      .run(id, parent, label ?? id, `${parentDomain.path}/${id}`, now, now);
+    await this.store.insertDomain({ id, parent, label: label ?? id, path: `${parentDomain.path}/${id}` });
     this.reloadDomains();
     this.bus.emit("domain.changed", { id, change: "created" });
     return this.tree.get(id)!;
   }
 
-  updateDomain(id: string, label: string): Domain {
+  async updateDomain(id: string, label: string): Promise<Domain> {
     if (!this.tree.has(id)) throw notFound("DOMAIN_NOT_FOUND", `Domain ${id}`, "id");
-    this.db.prepare("UPDATE domains SET label = ?, updated_at = ? WHERE id = ?").run(label, isoNow(), id);
+    await this.store.updateDomainLabel(id, label);
     this.reloadDomains();
     this.bus.emit("domain.changed", { id, change: "updated" });
     return this.tree.get(id)!;
   }
 
   /** Deletes an empty domain: one with sub-domains or anything in it is refused. */
-  deleteDomain(id: string): void {
+  async deleteDomain(id: string): Promise<void> {
     if (!this.tree.has(id)) throw notFound("DOMAIN_NOT_FOUND", `Domain ${id}`, "id");
     if (id === ROOT_DOMAIN) throw invalid("id", "the root domain cannot be deleted");
     if ([...this.tree.values()].some((d) => d.parent === id)) throw invalid("id", `domain ${id} has sub-domains`);
-    try {
-      this.db.prepare("DELETE FROM domains WHERE id = ?").run(id);
-    } catch (e) {
-      if (String(e).includes("FOREIGN KEY")) throw invalid("id", `domain ${id} still holds users, things or types`);
-      throw e;
-    }
+    await this.store.deleteDomain(id);
     this.reloadDomains();
     this.bus.emit("domain.changed", { id, change: "deleted" });
   }
 
-  private ensureRoot(): void {
-    const now = isoNow();
-    this.db
-      .prepare(
-        "INSERT OR IGNORE INTO domains (id, parent, label, path, created_at, updated_at) VALUES (?, NULL, ?, ?, ?, ?)",
-      )
-      .run(ROOT_DOMAIN, ROOT_DOMAIN, ROOT_DOMAIN, now, now);
-  }
-
   private reloadDomains(): void {
-    const rows = this.db.prepare<[], DomainRow>("SELECT * FROM domains").all();
-    this.tree = new Map(
-      rows.map((r) => [
-        r.id,
-        { id: r.id, parent: r.parent, label: r.label, path: r.path, createdAt: r.created_at, updatedAt: r.updated_at },
-      ]),
-    );
+    this.tree = new Map(this.store.domains().map((d) => [d.id, d]));
   }
 
   // ---- users ----
 
   user(userName: string): User | undefined {
-    const row = this.db.prepare<[string], UserRow>("SELECT * FROM users WHERE user_name = ?").get(userName);
-    return row && this.toUser(row);
+    return this.store.user(userName);
   }
 
-  users(): User[] {
-    return this.db
-      .prepare<[], UserRow>("SELECT * FROM users ORDER BY user_name")
-      .all()
-      .map((r) => this.toUser(r));
+  users(): Promise<User[]> {
+    return this.store.users();
   }
 
   async createUser(input: NewUser): Promise<User> {
     if (!ID_PATTERN.test(input.userName)) throw invalid("userName", "1-64 characters of 0-9, A-Z, a-z, '_' or '-'");
     this.checkUserDomains(input.homeDomain, input.privileges);
-    const hash = await hashSecret(input.password);
-    // Checked after the await: from here to the insert nothing else runs, so two
-    // concurrent creates of one name answer ALREADY_EXISTS rather than a constraint error.
+    const passwordHash = await hashSecret(input.password);
+    // Checked again after the await; the store refuses a name taken meanwhile (ALREADY_EXISTS too).
     if (this.user(input.userName)) {
       throw new ApiError("ALREADY_EXISTS", `User ${input.userName} already exists`, "userName");
     }
     this.checkUserDomains(input.homeDomain, input.privileges);
-    const now = isoNow();
-    this.db.transaction(() => {
-      this.db
-        .prepare(
-          "INSERT INTO users (user_name, password_hash, role, home_domain, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .run(input.userName, hash, input.role, input.homeDomain, input.email ?? null, now, now);
-      this.writePrivileges(input.userName, input.privileges ?? {});
-    })();
+    await this.store.insertUser({
+      userName: input.userName,
+      passwordHash,
+      role: input.role,
+      homeDomain: input.homeDomain,
+      email: input.email ?? null,
+      privileges: input.privileges ?? {},
+    });
     return this.user(input.userName)!;
   }
 
@@ -229,34 +155,29 @@ export class Identity implements DomainPaths {
       JSON.stringify(next.privileges) === JSON.stringify(current.privileges);
     if (same) return current;
     this.checkUserDomains(next.homeDomain, next.privileges);
-    this.db.transaction(() => {
-      this.db
-        .prepare(
-          `UPDATE users SET role = ?, home_domain = ?, email = ?, updated_at = ?,
-             password_hash = COALESCE(?, password_hash) WHERE user_name = ?`,
-        )
-        .run(next.role, next.homeDomain, next.email, isoNow(), hash ?? null, userName);
-      if (change.privileges) this.writePrivileges(userName, change.privileges);
-    })();
+    await this.store.updateUser(userName, {
+      role: next.role,
+      homeDomain: next.homeDomain,
+      email: next.email,
+      passwordHash: hash,
+      privileges: change.privileges,
+    });
     return this.user(userName)!;
   }
 
-  deleteUser(userName: string): void {
-    const { changes } = this.db.prepare("DELETE FROM users WHERE user_name = ?").run(userName);
-    if (changes === 0) throw notFound("USER_NOT_FOUND", `User ${userName}`, "userName");
+  async deleteUser(userName: string): Promise<void> {
+    if (!(await this.store.deleteUser(userName))) throw notFound("USER_NOT_FOUND", `User ${userName}`, "userName");
   }
 
   /** The user for a login, or undefined for an unknown user or a wrong password (the caller cannot tell which). */
   async authenticate(userName: string, password: string): Promise<User | undefined> {
-    const row = this.db
-      .prepare<[string], Pick<UserRow, "password_hash">>("SELECT password_hash FROM users WHERE user_name = ?")
-      .get(userName);
-    if (!row) {
+    const stored = await this.store.passwordHash(userName);
+    if (stored === undefined) {
       // Spend the same time as for a wrong password, so a login cannot tell which user names exist.
       await verifySecret(password, await this.dummyHash());
       return undefined;
     }
-    return (await verifySecret(password, row.password_hash)) ? this.user(userName) : undefined;
+    return (await verifySecret(password, stored)) ? this.user(userName) : undefined;
   }
 
   private dummy: Promise<string> | undefined;
@@ -280,33 +201,6 @@ export class Identity implements DomainPaths {
     }
   }
 
-  private writePrivileges(userName: string, privileges: Record<string, string[]>): void {
-    this.db.prepare("DELETE FROM user_privileges WHERE user_name = ?").run(userName);
-    const insert = this.db.prepare(
-      "INSERT OR IGNORE INTO user_privileges (user_name, domain, privilege) VALUES (?, ?, ?)",
-    );
-    for (const [domain, list] of Object.entries(privileges)) for (const p of list) insert.run(userName, domain, p);
-  }
-
-  private toUser(row: UserRow): User {
-    const privileges: Record<string, string[]> = {};
-    const rows = this.db
-      .prepare<[string], { domain: string; privilege: string }>(
-        "SELECT domain, privilege FROM user_privileges WHERE user_name = ? ORDER BY domain, privilege",
-      )
-      .all(row.user_name);
-    for (const r of rows) (privileges[r.domain] ??= []).push(r.privilege);
-    return {
-      userName: row.user_name,
-      role: row.role,
-      homeDomain: row.home_domain,
-      email: row.email,
-      privileges,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    };
-  }
-
   // ---- API keys ----
 
   isApiKey(key: string): boolean {
@@ -317,45 +211,29 @@ export class Identity implements DomainPaths {
    * Adds a key; adding a key that exists already returns the existing one (provisioning is idempotent).
    * A `publicClientKey` is the one GET /metadata/manifest serves; marking one unmarks any other.
    */
-  addApiKey(key: string, label = "", publicClientKey = false): ApiKeyInfo {
-    const hash = hashApiKey(key);
-    this.db.transaction(() => {
-      this.db
-        .prepare("INSERT OR IGNORE INTO api_keys (id, key_hash, label, created_at) VALUES (?, ?, ?, ?)")
-        .run(randomUUID(), hash, label, isoNow());
-      if (!publicClientKey) return;
-      this.db.prepare("UPDATE api_keys SET public_key = NULL WHERE key_hash <> ?").run(hash);
-      this.db.prepare("UPDATE api_keys SET public_key = ? WHERE key_hash = ?").run(key, hash);
-    })();
+  async addApiKey(key: string, label = "", publicClientKey = false): Promise<ApiKeyInfo> {
+    const info = await this.store.addApiKey(hashApiKey(key), label, publicClientKey ? key : undefined);
     this.reloadApiKeys();
     this.bus.emit("apiKey.changed", { change: "created" });
-    return this.db
-      .prepare<[string], ApiKeyInfo>("SELECT id, label, created_at AS createdAt FROM api_keys WHERE key_hash = ?")
-      .get(hash)!;
+    return info;
   }
 
   /** The key marked as the public client key, if one is provisioned and not deleted. */
-  publicApiKey(): string | undefined {
-    return this.db
-      .prepare<[], { public_key: string }>("SELECT public_key FROM api_keys WHERE public_key IS NOT NULL")
-      .get()?.public_key;
+  publicApiKey(): Promise<string | undefined> {
+    return this.store.publicApiKey();
   }
 
-  apiKeys(): ApiKeyInfo[] {
-    return this.db
-      .prepare<[], ApiKeyInfo>("SELECT id, label, created_at AS createdAt FROM api_keys ORDER BY created_at, id")
-      .all();
+  apiKeys(): Promise<ApiKeyInfo[]> {
+    return this.store.apiKeys();
   }
 
-  deleteApiKey(id: string): void {
-    const { changes } = this.db.prepare("DELETE FROM api_keys WHERE id = ?").run(id);
-    if (changes === 0) throw notFound("API_KEY_NOT_FOUND", `API key ${id}`, "id");
+  async deleteApiKey(id: string): Promise<void> {
+    if (!(await this.store.deleteApiKey(id))) throw notFound("API_KEY_NOT_FOUND", `API key ${id}`, "id");
     this.reloadApiKeys();
     this.bus.emit("apiKey.changed", { change: "deleted" });
   }
 
   private reloadApiKeys(): void {
-    const rows = this.db.prepare<[], { key_hash: string }>("SELECT key_hash FROM api_keys").all();
-    this.apiKeyHashes = new Set(rows.map((r) => r.key_hash));
+    this.apiKeyHashes = new Set(this.store.apiKeyHashes());
   }
 }

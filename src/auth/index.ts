@@ -1,12 +1,19 @@
+export { Identity, type NewUser, type UserChange } from "./identity.js";
 export {
-  Identity,
   ROOT_DOMAIN,
   type Domain,
   type User,
-  type NewUser,
-  type UserChange,
   type ApiKeyInfo,
-} from "./identity.js";
+  type IdentityStore,
+  type IdentityLookups,
+  type RefreshTokenStore,
+  type RefreshGrant,
+  type UserRecord,
+} from "./store.js";
+export { SqliteIdentityStore } from "./sqlite-store.js";
+export { UsersService, type NewMicUser } from "./users.js";
+export { DomainsService, ApiKeysService } from "./admin.js";
+export { createAuth, type Auth, type AuthDeps } from "./create.js";
 export {
   Principal,
   authorize,

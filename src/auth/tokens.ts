@@ -2,8 +2,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { randomSecret } from "../config/index.js";
-import { ensureDir, type Db } from "../store/index.js";
-import { RefreshTokens, type RefreshGrant } from "./refresh.js";
+import { ensureDir } from "../store/index.js";
+import type { RefreshGrant, RefreshTokenStore } from "./store.js";
 
 export const ACCESS_TOKEN_SECONDS = 60 * 60;
 export const REFRESH_TOKEN_SECONDS = 7 * 24 * 60 * 60;
@@ -16,18 +16,24 @@ export interface Credentials {
   expiresIn: number;
 }
 
-/** Signs and checks the HS256 JWTs of login and refresh; refresh tokens rotate (see RefreshTokens). */
+/**
+ * Signs and checks the HS256 JWTs of login and refresh. Refresh tokens rotate: each is good for
+ * one exchange. Every token issued is kept in the store (its `jti`), in a family that starts at
+ * login; an exchange uses it up and the next token joins the same family. A token presented
+ * again after it was used means it leaked (or a client raced itself): the whole family is
+ * revoked, so the newest token of that login stops working too. Kept in the store, this holds
+ * across restarts and across processes on one database.
+ */
 export class Tokens {
-  /** Undefined without a database: such Tokens (benches, tests minting access tokens) redeem no refresh token. */
-  private readonly refresh: RefreshTokens | undefined;
-
+  /**
+   * @param refresh where refresh tokens are kept; without one (benches, tests minting access
+   *   tokens) no refresh token is ever redeemed.
+   */
   constructor(
     private readonly secret: string,
     private readonly clock: () => number = Date.now,
-    db?: Db,
-  ) {
-    this.refresh = db && new RefreshTokens(db, clock);
-  }
+    private readonly refresh?: RefreshTokenStore,
+  ) {}
 
   /**
    * New credentials for `userName`. Without `family` (a login) the refresh
@@ -36,7 +42,8 @@ export class Tokens {
   async issue(userName: string, family: string = randomSecret()): Promise<Credentials> {
     const jti = randomSecret();
     const refreshToken = await this.sign(userName, "refresh", REFRESH_TOKEN_SECONDS, jti);
-    this.refresh?.issued(jti, family, userName, this.clock() + REFRESH_TOKEN_SECONDS * 1000);
+    const now = this.clock();
+    await this.refresh?.issueRefresh(jti, family, userName, now + REFRESH_TOKEN_SECONDS * 1000, now);
     return {
       token: await this.sign(userName, "access", ACCESS_TOKEN_SECONDS),
       refreshToken,
@@ -51,7 +58,7 @@ export class Tokens {
   async redeem(refreshToken: string): Promise<RefreshGrant | undefined> {
     const payload = this.payload(refreshToken, "refresh");
     if (!payload || typeof payload.jti !== "string") return undefined;
-    return this.refresh?.redeem(payload.jti, payload.sub as string);
+    return this.refresh?.redeemRefresh(payload.jti, payload.sub as string, this.clock());
   }
 
   /**

@@ -69,3 +69,26 @@ export interface FileStore {
   /** Removes the newest version, or all; answers how many were removed. */
   remove(key: string, allVersions: boolean): Promise<number>;
 }
+
+/** A version as its bytes were written, before the metadata store records it. */
+export type NewFileVersion = Omit<FileVersion, keyof FileLocation | "key">;
+
+/**
+ * Where the metadata of file versions is kept (which versions each key has, which is the newest),
+ * apart from their bytes: a `FileStore` over local disk or an object store records them here.
+ * Every method answers asynchronously, as a networked database would, each one atomic.
+ */
+export interface FileMetadataStore {
+  /** Records a version whose bytes are in place; it becomes the key's newest. Answers it as stored. */
+  addVersion(key: string, location: FileLocation, version: NewFileVersion): Promise<FileVersion>;
+  /** The newest version, or undefined. */
+  newest(key: string): Promise<FileVersion | undefined>;
+  /** Newest versions, by key, ascending. */
+  list(query: ListQuery): Promise<FileVersion[]>;
+  /** Every version, newest first. */
+  versions(key: string): Promise<FileVersion[]>;
+  /** Drops the newest version, or all; answers the version ids dropped, whose bytes may go now. */
+  removeVersions(key: string, allVersions: boolean): Promise<string[]>;
+  /** Every version id recorded: bytes without one are orphans. */
+  versionIds(): Promise<Set<string>>;
+}

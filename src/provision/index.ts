@@ -120,16 +120,16 @@ export async function provision(
   }
   const doc = parsed.data;
   for (const entry of doc.apiKeys) {
-    if (typeof entry === "string") identity.addApiKey(entry, "provisioned");
-    else identity.addApiKey(entry.key, entry.public ? "public client key" : "provisioned", entry.public);
+    if (typeof entry === "string") await identity.addApiKey(entry, "provisioned");
+    else await identity.addApiKey(entry.key, entry.public ? "public client key" : "provisioned", entry.public);
   }
   for (const d of doc.domains) {
     const existing = identity.domain(d.id);
     if (!existing) {
       if (!d.parent) throw new Error(`DMS_PROVISION: domain ${d.id} needs a parent (only root has none)`);
-      identity.createDomain(d.id, d.parent, d.label);
+      await identity.createDomain(d.id, d.parent, d.label);
     } else if (d.label !== undefined && d.label !== existing.label) {
-      identity.updateDomain(d.id, d.label);
+      await identity.updateDomain(d.id, d.label);
     }
   }
   for (const u of doc.users) {

@@ -1,4 +1,4 @@
-export { SearchIndex } from "./search-index.js";
+export { SearchIndex, createSearch, type SearchDeps, type SearchSources } from "./search-index.js";
 export {
   SEARCH_TYPES,
   SORT_FIELDS,

@@ -18,6 +18,26 @@ function badQuery(what: string): ApiError {
   return new ApiError("INVALID_ARGUMENTS", `Invalid search query: ${what}`, "query");
 }
 
+/** What the index is built from: the domain tree and the thing types. */
+export interface SearchSources {
+  identity: Pick<Identity, "domain" | "domains">;
+  registry: Pick<ThingRegistry, "thingType" | "thingTypes">;
+}
+
+export interface SearchDeps extends SearchSources {
+  /** Where `domain.changed` and `thingType.changed` keep the index current. */
+  bus: EventBus;
+}
+
+/**
+ * Builds the search index and keeps it following the bus; build it before anything changes
+ * domains or thing types (provisioning), so that it misses none. Nothing is stored: the index is
+ * derived from the identity and thing stores, so it has no store seam of its own.
+ */
+export function createSearch({ identity, registry, bus }: SearchDeps): SearchIndex {
+  return new SearchIndex({ identity, registry }, bus);
+}
+
 /**
  * Prefix search over domains and thing-type resources. Each word of the term
  * must be the start of a word of the label or id, so `La` and `veg` find
@@ -30,7 +50,7 @@ export class SearchIndex {
   private readonly unsubscribe: (() => void)[] = [];
 
   constructor(
-    private readonly sources: { identity: Identity; registry: ThingRegistry },
+    private readonly sources: SearchSources,
     bus?: EventBus,
   ) {
     this.rebuild();

@@ -29,3 +29,12 @@ export {
 } from "./credentials.js";
 export { thingsMigrations } from "./migrations.js";
 export { ThingGroupsService, type ThingGroupsDeps, type NewThingGroup } from "./service.js";
+export {
+  ThingTypesService,
+  ThingsService,
+  type ThingsDeps,
+  type NewThingType,
+  type ThingTypeChange,
+  type ThingChange,
+  type WrittenThing,
+} from "./things-service.js";

@@ -80,7 +80,7 @@ describe("scheduled export jobs", () => {
       const { exports, identity } = t.dms.services;
       const alice = identity.principal("alice")!;
       await t.dms.services.observations.insertBatch(seed(base));
-      const job = exports.service.create(alice, {
+      const job = await exports.service.create(alice, {
         jobName: "minutely",
         type: "scheduled",
         thingType: "10",
@@ -92,7 +92,7 @@ describe("scheduled export jobs", () => {
         async () => exports.service.executions(alice, job.id, { size: 10, order: "asc" }),
         (l) => l.exportJobExecutions.some((e) => e.status === "SUCCEEDED"),
       );
-      const e = exports.service.execution(alice, list.exportJobExecutions[0]!.id);
+      const e = await exports.service.execution(alice, list.exportJobExecutions[0]!.id);
       const m = /^minutely-(\d{8}T\d{6}Z)-(\d{8}T\d{6}Z)\.csv$/.exec(e.executionFileName)!;
       const parse = (s: string) =>
         Date.parse(s.replace(/(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z/, "$1-$2-$3T$4:$5:$6Z"));
@@ -101,8 +101,8 @@ describe("scheduled export jobs", () => {
       expect(to % 60_000).toBe(0);
       expect(to).toBeGreaterThan(base);
       // Disabling stops the fires.
-      exports.service.update(alice, job.id, { enabled: false });
-      expect(exports.store.job(job.id)!.nextFire).toBeNull();
+      await exports.service.update(alice, job.id, { enabled: false });
+      expect((await exports.store.job(job.id))!.nextFire).toBeNull();
     } finally {
       await t.close();
     }
@@ -129,8 +129,8 @@ describe("scheduled export jobs", () => {
       );
       // An execution left queued, as a crash would leave it.
       const { exports } = first.dms.services;
-      const stored = exports.store.job(job.id)!;
-      exports.store.insertExecution({
+      const stored = (await exports.store.job(job.id))!;
+      await exports.store.insertExecution({
         id: "0b9f3c1e-5a47-4a8e-9d65-7f1f2f8e9a10",
         jobId: job.id,
         owner: "alice",
@@ -160,7 +160,9 @@ describe("scheduled export jobs", () => {
         );
         expect(list.exportJobExecutions[0]!.id).toBe("0b9f3c1e-5a47-4a8e-9d65-7f1f2f8e9a10");
         expect(list.exportJobExecutions[1]!.dataScannedInBytes).toBeGreaterThan(0);
-        expect(later.dms.services.exports.store.job(job.id)!.nextFire).toBeGreaterThan(Date.now() + 30 * 60_000 - 1000);
+        expect((await later.dms.services.exports.store.job(job.id))!.nextFire).toBeGreaterThan(
+          Date.now() + 30 * 60_000 - 1000,
+        );
       } finally {
         await later.close();
       }

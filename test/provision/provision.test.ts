@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { Identity } from "../../src/auth/index.js";
+import { Identity, SqliteIdentityStore } from "../../src/auth/index.js";
 import { EventBus, type BusEventName } from "../../src/bus/index.js";
 import { migrations } from "../../src/migrations.js";
 import { provision, type Provision, type ProvisionTarget } from "../../src/provision/index.js";
@@ -59,7 +59,7 @@ function recordEvents(bus: EventBus): unknown[] {
 function freshTarget(): ProvisionTarget & { bus: EventBus } {
   const db = openDatabase({ dataDir: ":memory:", migrations });
   const bus = new EventBus();
-  const identity = new Identity(db, bus);
+  const identity = new Identity(new SqliteIdentityStore(db), bus);
   const registry = new ThingRegistry(new SqliteThingStore(db), bus, (id) => identity.domain(id) !== undefined);
   return { db, bus, identity, registry };
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Identity } from "../../src/auth/index.js";
+import { Identity, SqliteIdentityStore } from "../../src/auth/index.js";
 import { EventBus } from "../../src/bus/index.js";
 import { ApiError } from "../../src/errors/index.js";
 import { migrations } from "../../src/migrations.js";
@@ -34,8 +34,8 @@ function sqliteBackend(): Backend {
       const db = openDatabase({ dataDir: ":memory:", migrations });
       dbs.push(db);
       // Rules name their domain (a foreign key in SQLite): the tree the cases use.
-      const identity = new Identity(db, new EventBus());
-      identity.createDomain("acme", "root");
+      const identity = new Identity(new SqliteIdentityStore(db), new EventBus());
+      await identity.createDomain("acme", "root");
       return new SqliteRuleStore(db, prefix);
     },
     async close() {

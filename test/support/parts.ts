@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { Identity, type Principal } from "../../src/auth/index.js";
+import { Identity, SqliteIdentityStore, type Principal } from "../../src/auth/index.js";
 import { EventBus } from "../../src/bus/index.js";
 import { ApiError } from "../../src/errors/index.js";
 import { migrations } from "../../src/migrations.js";
@@ -30,7 +30,7 @@ export interface Parts {
 export async function openParts(extra: Partial<Provision> = {}): Promise<Parts> {
   const db = openDatabase({ dataDir: ":memory:", migrations });
   const bus = new EventBus();
-  const identity = new Identity(db, bus);
+  const identity = new Identity(new SqliteIdentityStore(db), bus);
   const registry = new ThingRegistry(new SqliteThingStore(db), bus, (id) => identity.domain(id) !== undefined);
   const document: Provision = { ...BASE_PROVISION };
   for (const [key, value] of Object.entries(extra)) {

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { ROOT_DOMAIN, authorize, requireReadWrite, type Identity } from "../../auth/index.js";
+import type { ApiKeysService } from "../../auth/index.js";
 import { randomSecret } from "../../config/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonResponses } from "../openapi.js";
@@ -40,27 +40,18 @@ const remove = createRoute({
   responses: emptyResponses(),
 });
 
-/** API keys identify client applications of the whole service, so they are managed on root only. */
-export const adminApiKeyRoutes: RouteModule<{ identity: Identity }> = (app, { identity }) => {
-  app.openapi(list, (c) => {
-    authorize(c.get("principal"), "ApiKeys.READ", ROOT_DOMAIN);
-    return c.json({ apiKeys: identity.apiKeys() }, 200);
-  });
+/** The checks are the service's (`ApiKeysService`): this module maps HTTP onto it. */
+export const adminApiKeyRoutes: RouteModule<{ apiKeys: ApiKeysService }> = (app, { apiKeys }) => {
+  app.openapi(list, async (c) => c.json({ apiKeys: await apiKeys.list(c.get("principal")) }, 200));
 
-  app.openapi(create, (c) => {
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    authorize(principal, "ApiKeys.CREATE", ROOT_DOMAIN);
+  app.openapi(create, async (c) => {
     const key = randomSecret();
-    const info = identity.addApiKey(key, c.req.valid("json")?.label ?? "");
+    const info = await apiKeys.add(c.get("principal"), key, c.req.valid("json")?.label ?? "");
     return c.json({ ...info, key }, 200);
   });
 
-  app.openapi(remove, (c) => {
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    authorize(principal, "ApiKeys.DELETE", ROOT_DOMAIN);
-    identity.deleteApiKey(c.req.valid("param").id);
+  app.openapi(remove, async (c) => {
+    await apiKeys.delete(c.get("principal"), c.req.valid("param").id);
     return c.body(null, 200);
   });
 };

@@ -1,10 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { authorize, authorizeChange, requireReadWrite, type Identity } from "../../auth/index.js";
-import { notFound } from "../../errors/index.js";
-import { DATA_TYPES, RESOURCE_TYPES, type ThingType, type ThingRegistry } from "../../things/index.js";
+import { DATA_TYPES, RESOURCE_TYPES, type ThingTypesService } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
-import { requireDomain } from "./admin-support.js";
 
 const ResourceSchema = z
   .object({
@@ -94,63 +91,22 @@ const remove = createRoute({
   responses: emptyResponses(),
 });
 
-export const adminThingTypeRoutes: RouteModule<{ identity: Identity; registry: ThingRegistry }> = (
-  app,
-  { identity, registry },
-) => {
-  const existing = (id: string): ThingType => {
-    const thingType = registry.thingType(id);
-    if (!thingType) throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${id}`, "id");
-    return thingType;
-  };
+/** The checks are the service's (`ThingTypesService`): this module maps HTTP onto it. */
+export const adminThingTypeRoutes: RouteModule<{ thingTypes: ThingTypesService }> = (app, { thingTypes }) => {
+  app.openapi(list, (c) =>
+    c.json({ thingTypes: thingTypes.list(c.get("principal"), c.req.valid("query").domain) }, 200),
+  );
 
-  app.openapi(list, (c) => {
-    const principal = c.get("principal");
-    const { domain } = c.req.valid("query");
-    const thingTypes = registry
-      .thingTypes()
-      .filter((t) => (domain === undefined || t.domain === domain) && principal.can("ThingTypes.READ", t.domain));
-    return c.json({ thingTypes }, 200);
-  });
+  app.openapi(get, (c) => c.json(thingTypes.get(c.get("principal"), c.req.valid("param").id), 200));
 
-  app.openapi(get, (c) => {
-    const thingType = existing(c.req.valid("param").id);
-    authorize(c.get("principal"), "ThingTypes.READ", thingType.domain);
-    return c.json(thingType, 200);
-  });
+  app.openapi(create, async (c) => c.json(await thingTypes.create(c.get("principal"), c.req.valid("json")), 200));
 
-  app.openapi(create, async (c) => {
-    const body = c.req.valid("json");
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    requireDomain(identity, body.domain);
-    authorize(principal, "ThingTypes.CREATE", body.domain);
-    return c.json(await registry.putThingType({ ...body, label: body.label ?? body.id }, "create"), 200);
-  });
-
-  app.openapi(update, async (c) => {
-    const current = existing(c.req.valid("param").id);
-    const body = c.req.valid("json");
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    const domain = body.domain ?? current.domain;
-    requireDomain(identity, domain);
-    authorizeChange(principal, "ThingTypes", current.domain, domain);
-    const next = {
-      id: current.id,
-      label: body.label ?? current.label,
-      domain,
-      resources: body.resources ?? current.resources,
-    };
-    return c.json(await registry.putThingType(next, "update"), 200);
-  });
+  app.openapi(update, async (c) =>
+    c.json(await thingTypes.update(c.get("principal"), c.req.valid("param").id, c.req.valid("json")), 200),
+  );
 
   app.openapi(remove, async (c) => {
-    const thingType = existing(c.req.valid("param").id);
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    authorize(principal, "ThingTypes.DELETE", thingType.domain);
-    await registry.deleteThingType(thingType.id);
+    await thingTypes.delete(c.get("principal"), c.req.valid("param").id);
     return c.body(null, 200);
   });
 };

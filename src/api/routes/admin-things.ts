@@ -1,10 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { authorize, authorizeChange, requireReadWrite, type Identity, type Principal } from "../../auth/index.js";
-import { ApiError, invalid, notFound } from "../../errors/index.js";
-import type { Thing, ThingOutcome, ThingRegistry, ThingWrite } from "../../things/index.js";
+import type { ThingOutcome, ThingsService, WrittenThing } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
-import { readableThingType, requireDomain } from "./admin-support.js";
 
 export const ThingSchema = z
   .object({
@@ -142,38 +139,7 @@ const remove = createRoute({
   responses: emptyResponses(),
 });
 
-/** `secret` and `generateSecret` are two ways to set one thing. */
-function checkSecretChoice(body: { secret?: string | undefined; generateSecret?: boolean | undefined }): void {
-  if (body.generateSecret && body.secret !== undefined) {
-    throw invalid("generateSecret", "give either secret or generateSecret: true, not both");
-  }
-}
-
-/** The checks of one thing's creation, as POST /admin/things makes them. */
-function authorizeCreate(registry: ThingRegistry, identity: Identity, principal: Principal, body: ThingWrite): void {
-  checkSecretChoice(body);
-  requireDomain(identity, body.domain);
-  authorize(principal, "Things.CREATE", body.domain);
-  readableThingType(registry, principal, body.thingType);
-}
-
-/** The checks of one thing's change, as PATCH /admin/things/{thingName} makes them. */
-function authorizeUpdate(
-  registry: ThingRegistry,
-  identity: Identity,
-  principal: Principal,
-  current: Thing,
-  body: z.infer<typeof ThingChangeBody>,
-): ThingWrite {
-  checkSecretChoice(body);
-  const domain = body.domain ?? current.domain;
-  requireDomain(identity, domain);
-  authorizeChange(principal, "Things", current.domain, domain);
-  if (body.thingType !== undefined) readableThingType(registry, principal, body.thingType);
-  return { ...body, thingName: current.thingName, thingType: body.thingType ?? current.thingType, domain };
-}
-
-function written(outcome: ThingOutcome & { status: "created" | "updated" | "unchanged" }) {
+function written(outcome: WrittenThing) {
   return outcome.secret === undefined ? outcome.thing : { ...outcome.thing, secret: outcome.secret };
 }
 
@@ -188,58 +154,22 @@ function bulkAnswer(outcomes: ThingOutcome[], names: string[]) {
   return { done, errors };
 }
 
-export const adminThingRoutes: RouteModule<{ identity: Identity; registry: ThingRegistry }> = (
-  app,
-  { identity, registry },
-) => {
-  const existing = (thingName: string): Thing => {
-    const thing = registry.thing(thingName);
-    if (!thing) throw notFound("THING_NOT_FOUND", `Thing ${thingName}`, "thingName");
-    return thing;
-  };
+/** The checks are the service's (`ThingsService`): this module maps HTTP onto it. */
+export const adminThingRoutes: RouteModule<{ things: ThingsService }> = (app, { things: service }) => {
+  app.openapi(list, (c) => c.json({ things: service.list(c.get("principal"), c.req.valid("query")) }, 200));
 
-  app.openapi(list, (c) => {
-    const principal = c.get("principal");
-    const things = registry.things(c.req.valid("query")).filter((t) => principal.can("Things.READ", t.domain));
-    return c.json({ things }, 200);
-  });
+  app.openapi(get, (c) => c.json(service.get(c.get("principal"), c.req.valid("param").thingName), 200));
 
-  app.openapi(get, (c) => {
-    const thing = existing(c.req.valid("param").thingName);
-    authorize(c.get("principal"), "Things.READ", thing.domain);
-    return c.json(thing, 200);
-  });
-
-  app.openapi(create, async (c) => {
-    const body = c.req.valid("json");
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    requireDomain(identity, body.domain);
-    authorizeCreate(registry, identity, principal, body);
-    const [outcome] = await registry.putThings([body], { mode: "create" });
-    if (outcome!.status === "failed") throw outcome!.error;
-    return c.json(written(outcome!), 200);
-  });
+  app.openapi(create, async (c) => c.json(written(await service.create(c.get("principal"), c.req.valid("json"))), 200));
 
   app.openapi(update, async (c) => {
-    const current = existing(c.req.valid("param").thingName);
-    const body = c.req.valid("json");
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    const next = authorizeUpdate(registry, identity, principal, current, body);
-    const [outcome] = await registry.putThings([next], { mode: "update" });
-    if (outcome!.status === "failed") throw outcome!.error;
-    return c.json(written(outcome!), 200);
+    const outcome = await service.update(c.get("principal"), c.req.valid("param").thingName, c.req.valid("json"));
+    return c.json(written(outcome), 200);
   });
 
   app.openapi(bulkCreate, async (c) => {
     const { things } = c.req.valid("json");
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    const outcomes = await registry.putThings(things, {
-      mode: "create",
-      authorize: (body) => authorizeCreate(registry, identity, principal, body),
-    });
+    const outcomes = await service.bulkCreate(c.get("principal"), things);
     const { done, errors } = bulkAnswer(
       outcomes,
       things.map((t) => t.thingName),
@@ -249,26 +179,7 @@ export const adminThingRoutes: RouteModule<{ identity: Identity; registry: Thing
 
   app.openapi(bulkUpdate, async (c) => {
     const { things } = c.req.valid("json");
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    // Each item is completed from its thing as it is (PATCH semantics); one that cannot be is refused alone.
-    const refused = new Map<number, ApiError>();
-    const writes: ThingWrite[] = [];
-    const slots = new Map<number, number>();
-    things.forEach(({ thingName, ...change }, index) => {
-      try {
-        const write = authorizeUpdate(registry, identity, principal, existing(thingName), change);
-        slots.set(index, writes.push(write) - 1);
-      } catch (err) {
-        if (!(err instanceof ApiError)) throw err;
-        refused.set(index, err);
-      }
-    });
-    const applied = await registry.putThings(writes, { mode: "update" });
-    const outcomes: ThingOutcome[] = things.map((_, index) => {
-      const error = refused.get(index);
-      return error ? { status: "failed", error } : applied[slots.get(index)!]!;
-    });
+    const outcomes = await service.bulkUpdate(c.get("principal"), things);
     const { done, errors } = bulkAnswer(
       outcomes,
       things.map((t) => t.thingName),
@@ -277,11 +188,7 @@ export const adminThingRoutes: RouteModule<{ identity: Identity; registry: Thing
   });
 
   app.openapi(remove, async (c) => {
-    const thing = existing(c.req.valid("param").thingName);
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    authorize(principal, "Things.DELETE", thing.domain);
-    await registry.deleteThing(thing.thingName);
+    await service.delete(c.get("principal"), c.req.valid("param").thingName);
     return c.body(null, 200);
   });
 };

@@ -1,8 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { ROLES, isGrant, requireReadWrite, type User, type Identity } from "../../auth/index.js";
+import { ROLES, isGrant, type UsersService } from "../../auth/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
-import { authorizeGrants, authorizeUser, domainsOf, existingUser, requireDomains } from "./admin-support.js";
 
 export const Privileges = z.record(
   z.string().min(1),
@@ -88,52 +87,20 @@ const remove = createRoute({
   responses: emptyResponses(),
 });
 
-export const adminUserRoutes: RouteModule<{ identity: Identity }> = (app, { identity }) => {
-  const existing = (userName: string): User => existingUser(identity, userName);
+/** The checks are the service's (`UsersService`): this module maps HTTP onto it. */
+export const adminUserRoutes: RouteModule<{ users: UsersService }> = (app, { users }) => {
+  app.openapi(list, async (c) => c.json({ users: await users.list(c.get("principal")) }, 200));
 
-  app.openapi(list, (c) => {
-    const principal = c.get("principal");
-    const users = identity.users().filter((u) => domainsOf(u).every((d) => principal.can("Users.READ", d)));
-    return c.json({ users }, 200);
-  });
+  app.openapi(get, (c) => c.json(users.get(c.get("principal"), c.req.valid("param").userName), 200));
 
-  app.openapi(get, (c) => {
-    const user = existing(c.req.valid("param").userName);
-    authorizeUser(c.get("principal"), "READ", domainsOf(user));
-    return c.json(user, 200);
-  });
+  app.openapi(create, async (c) => c.json(await users.create(c.get("principal"), c.req.valid("json")), 200));
 
-  app.openapi(create, async (c) => {
-    const body = c.req.valid("json");
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    const privileges = body.privileges ?? {};
-    requireDomains(identity, body.homeDomain, privileges);
-    authorizeUser(principal, "CREATE", domainsOf({ homeDomain: body.homeDomain, privileges }));
-    authorizeGrants(principal, privileges);
-    return c.json(await identity.createUser({ ...body, privileges }), 200);
-  });
+  app.openapi(update, async (c) =>
+    c.json(await users.update(c.get("principal"), c.req.valid("param").userName, c.req.valid("json")), 200),
+  );
 
-  app.openapi(update, async (c) => {
-    const user = existing(c.req.valid("param").userName);
-    const body = c.req.valid("json");
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    const next = { homeDomain: body.homeDomain ?? user.homeDomain, privileges: body.privileges ?? user.privileges };
-    requireDomains(identity, next.homeDomain, next.privileges);
-    authorizeUser(principal, "UPDATE", [...new Set([...domainsOf(user), ...domainsOf(next)])]);
-    // Raising Read to ReadWrite turns every grant into a writing one: all of them count as new.
-    const raised = body.role === "ReadWrite" && user.role === "Read";
-    authorizeGrants(principal, next.privileges, raised ? {} : user.privileges);
-    return c.json(await identity.updateUser(user.userName, body), 200);
-  });
-
-  app.openapi(remove, (c) => {
-    const user = existing(c.req.valid("param").userName);
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    authorizeUser(principal, "DELETE", domainsOf(user));
-    identity.deleteUser(user.userName);
+  app.openapi(remove, async (c) => {
+    await users.delete(c.get("principal"), c.req.valid("param").userName);
     return c.body(null, 200);
   });
 };

@@ -66,8 +66,8 @@ export const manifestRoutes: RouteModule<{
     c.json({ ApiGatewayRootUrl: config.DMS_PUBLIC_URL, StackName: stack, ...names, EsVersion: "5.6" }, 200),
   );
 
-  app.openapi(metadataManifest, (c) => {
-    const key = identity.publicApiKey();
+  app.openapi(metadataManifest, async (c) => {
+    const key = await identity.publicApiKey();
     if (!key) throw new ApiError("NOT_FOUND", "No API key is provisioned as the public client key");
     return c.json({ ApiKey: key, ...names }, 200);
   });

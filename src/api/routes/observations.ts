@@ -240,41 +240,53 @@ export const observationRoutes: RouteModule<ObservationDeps> = (app, services) =
     }
   });
 
-  app.openapi(createJob, (c) => c.json(exports.service.create(c.get("principal"), c.req.valid("json")), 200));
-  app.openapi(listJobs, (c) => c.json(exports.service.list(c.get("principal"), listQuery(c.req.valid("query"))), 200));
-  app.openapi(getJob, (c) => c.json(exports.service.get(c.get("principal"), jobId(c.req.valid("param").id)), 200));
-  app.openapi(updateJob, (c) =>
-    c.json(exports.service.update(c.get("principal"), jobId(c.req.valid("param").id), c.req.valid("json")), 200),
+  app.openapi(createJob, async (c) =>
+    c.json(await exports.service.create(c.get("principal"), c.req.valid("json")), 200),
   );
-  app.openapi(deleteJob, (c) => {
-    exports.service.delete(c.get("principal"), jobId(c.req.valid("param").id));
+  app.openapi(listJobs, async (c) =>
+    c.json(await exports.service.list(c.get("principal"), listQuery(c.req.valid("query"))), 200),
+  );
+  app.openapi(getJob, async (c) =>
+    c.json(await exports.service.get(c.get("principal"), jobId(c.req.valid("param").id)), 200),
+  );
+  app.openapi(updateJob, async (c) =>
+    c.json(await exports.service.update(c.get("principal"), jobId(c.req.valid("param").id), c.req.valid("json")), 200),
+  );
+  app.openapi(deleteJob, async (c) => {
+    await exports.service.delete(c.get("principal"), jobId(c.req.valid("param").id));
     return c.body(null, 200);
   });
-  app.openapi(listJobExecutions, (c) =>
+  app.openapi(listJobExecutions, async (c) =>
     c.json(
-      exports.service.executions(c.get("principal"), jobId(c.req.valid("param").id), listQuery(c.req.valid("query"))),
+      await exports.service.executions(
+        c.get("principal"),
+        jobId(c.req.valid("param").id),
+        listQuery(c.req.valid("query")),
+      ),
       200,
     ),
   );
-  app.openapi(listExecutions, (c) =>
-    c.json(exports.service.executions(c.get("principal"), undefined, listQuery(c.req.valid("query"))), 200),
+  app.openapi(listExecutions, async (c) =>
+    c.json(await exports.service.executions(c.get("principal"), undefined, listQuery(c.req.valid("query"))), 200),
   );
-  app.openapi(getExecution, (c) =>
-    c.json(executionDetail(exports.service.execution(c.get("principal"), c.req.valid("param").id)), 200),
+  app.openapi(getExecution, async (c) =>
+    c.json(executionDetail(await exports.service.execution(c.get("principal"), c.req.valid("param").id)), 200),
   );
-  app.openapi(cancelExecution, (c) => c.json(exports.service.cancel(c.get("principal"), c.req.valid("param").id), 200));
-  app.openapi(downloadExecution, (c) => {
-    const e = exports.service.execution(c.get("principal"), c.req.valid("param").id);
+  app.openapi(cancelExecution, async (c) =>
+    c.json(await exports.service.cancel(c.get("principal"), c.req.valid("param").id), 200),
+  );
+  app.openapi(downloadExecution, async (c) => {
+    const e = await exports.service.execution(c.get("principal"), c.req.valid("param").id);
     if (e.status !== "SUCCEEDED" || exports.files.size(e.id) === undefined) {
       throw notFound("EXPORT_EXECUTION_NOT_FOUND", `File of export execution ${e.id} (status ${e.status})`, "id");
     }
     return c.json({ id: e.id, StorageSignedURL: exports.downloadUrl(e.id) }, 200);
   });
 
-  app.openapi(storageExport, (c) => {
+  app.openapi(storageExport, async (c) => {
     const { id } = c.req.valid("param");
     exports.signer.assertSigned(c.req.raw);
-    const e = exports.store.execution(id);
+    const e = await exports.store.execution(id);
     const stream = exports.files.open(id);
     if (!e || !stream) throw notFound("NOT_FOUND", `Export file ${id}`);
     const size = exports.files.size(id)!;

@@ -1,9 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { ThingRegistry } from "../../things/index.js";
+import type { ThingTypesService } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { jsonResponses } from "../openapi.js";
 import { ThingTypeSchema } from "./admin-thing-types.js";
-import { readableThingType } from "./admin-support.js";
 
 /**
  * The Thing Type API of MIC as its clients call it: GET /thingtypes (a bare
@@ -29,14 +28,8 @@ const get = createRoute({
   responses: jsonResponses(ThingTypeSchema),
 });
 
-export const thingTypeRoutes: RouteModule<{ registry: ThingRegistry }> = (app, { registry }) => {
-  app.openapi(list, (c) => {
-    const principal = c.get("principal");
-    return c.json(
-      registry.thingTypes().filter((t) => principal.can("ThingTypes.READ", t.domain)),
-      200,
-    );
-  });
+export const thingTypeRoutes: RouteModule<{ thingTypes: ThingTypesService }> = (app, { thingTypes }) => {
+  app.openapi(list, (c) => c.json(thingTypes.list(c.get("principal")), 200));
 
-  app.openapi(get, (c) => c.json(readableThingType(registry, c.get("principal"), c.req.valid("param").id), 200));
+  app.openapi(get, (c) => c.json(thingTypes.readable(c.get("principal"), c.req.valid("param").id), 200));
 };

@@ -1,12 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { authorize, requireReadWrite, type Identity } from "../../auth/index.js";
-import { notFound } from "../../errors/index.js";
 import type { Doc, FindRunner } from "../../observations/index.js";
-import type { Thing, ThingRegistry } from "../../things/index.js";
+import type { Thing, ThingsService } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { jsonBody, jsonResponses } from "../openapi.js";
 import { ThingNameSchema, ThingSchema } from "./admin-things.js";
-import { readableThingType, requireDomain } from "./admin-support.js";
 
 /**
  * The Thing API of MIC as its clients call it: POST /things, GET
@@ -86,31 +83,19 @@ function docOf(thing: Thing, id: number): Doc {
 }
 
 export const thingRoutes: RouteModule<{
-  identity: Identity;
-  registry: ThingRegistry;
+  things: ThingsService;
   clock: () => number;
   find: FindRunner;
-}> = (app, { identity, registry, clock, find: findRunner }) => {
+}> = (app, { things: service, clock, find: findRunner }) => {
   app.openapi(create, async (c) => {
     const { protocol: _mqtt, ...body } = c.req.valid("json");
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    requireDomain(identity, body.domain);
-    authorize(principal, "Things.CREATE", body.domain);
-    readableThingType(registry, principal, body.thingType);
-    return c.json(await registry.putThing(body, "create"), 200);
+    return c.json((await service.create(c.get("principal"), body)).thing, 200);
   });
 
-  app.openapi(get, (c) => {
-    const thing = registry.thing(c.req.valid("param").thingName);
-    if (!thing) throw notFound("THING_NOT_FOUND", `Thing ${c.req.valid("param").thingName}`, "thingName");
-    authorize(c.get("principal"), "Things.READ", thing.domain);
-    return c.json(thing, 200);
-  });
+  app.openapi(get, (c) => c.json(service.get(c.get("principal"), c.req.valid("param").thingName), 200));
 
   app.openapi(find, async (c) => {
-    const principal = c.get("principal");
-    const things = registry.things().filter((t) => principal.can("Things.READ", t.domain));
+    const things = service.list(c.get("principal"));
     // Planned and searched on a FIND thread within FIND's budget, as /observations/find is: a query
     // of 1,000 patterns compiles for seconds, and the things a caller may read have no bound.
     const answer = await findRunner.search(c.req.valid("json").query, clock(), things.map(docOf), 1);

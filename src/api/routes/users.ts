@@ -1,19 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import {
-  ACTIONS,
-  RESOURCES,
-  ROLES,
-  requireReadWrite,
-  type Identity,
-  type Principal,
-  type RoleName,
-  type User,
-} from "../../auth/index.js";
-import { randomSecret } from "../../config/index.js";
+import { ROLES, type Identity, type User, type UsersService } from "../../auth/index.js";
 import type { RouteModule } from "../context.js";
 import { jsonBody, jsonResponses } from "../openapi.js";
 import { Privileges } from "./admin-users.js";
-import { authorizeGrants, authorizeUser, domainsOf, existingUser, requireDomains } from "./admin-support.js";
 
 /**
  * The User API of MIC as its clients call it (GET /users/{userName}, GET /user,
@@ -84,16 +73,6 @@ const create = createRoute({
   responses: jsonResponses(MicUserSchema),
 });
 
-/**
- * What a MIC user created without explicit privileges holds on its domain:
- * every privilege the caller holds there (so nothing is escalated), reading
- * ones only for a Read user, as MIC derived permissions from the role.
- */
-function inheritedGrants(principal: Principal, role: RoleName, domain: string): string[] {
-  const actions = role === "Read" ? (["READ"] as const) : ACTIONS;
-  return RESOURCES.flatMap((r) => actions.map((a) => `${r}.${a}` as const)).filter((p) => principal.can(p, domain));
-}
-
 function view(identity: Identity, user: User): z.infer<typeof MicUserSchema> {
   return {
     userName: user.userName,
@@ -107,36 +86,26 @@ function view(identity: Identity, user: User): z.infer<typeof MicUserSchema> {
   };
 }
 
-export const userRoutes: RouteModule<{ identity: Identity }> = (app, { identity }) => {
-  const existing = (userName: string): User => existingUser(identity, userName);
+/** The checks are the service's (`UsersService`): this module maps MIC's names onto it. */
+export const userRoutes: RouteModule<{ identity: Identity; users: UsersService }> = (app, { identity, users }) => {
+  app.openapi(get, (c) =>
+    c.json(view(identity, users.getForMic(c.get("principal"), c.req.valid("param").userName)), 200),
+  );
 
-  app.openapi(get, (c) => {
-    const user = existing(c.req.valid("param").userName);
+  app.openapi(whoami, (c) => {
     const principal = c.get("principal");
-    if (user.userName !== principal.userName) authorizeUser(principal, "READ", domainsOf(user));
-    return c.json(view(identity, user), 200);
+    return c.json(view(identity, users.getForMic(principal, principal.userName)), 200);
   });
-
-  app.openapi(whoami, (c) => c.json(view(identity, existing(c.get("principal").userName)), 200));
 
   app.openapi(create, async (c) => {
     const body = c.req.valid("json");
-    const principal = c.get("principal");
-    requireReadWrite(principal);
-    const privileges = body.privileges ?? {
-      [body.domainName]: inheritedGrants(principal, body.roleName, body.domainName),
-    };
-    requireDomains(identity, body.domainName, privileges, "domainName");
-    authorizeUser(principal, "CREATE", domainsOf({ homeDomain: body.domainName, privileges }));
-    authorizeGrants(principal, privileges);
-    const user = await identity.createUser({
+    const user = await users.createForMic(c.get("principal"), {
       userName: body.userName,
-      // A user made without a password has an unguessable one nobody knows.
-      password: body.password ?? randomSecret(),
+      password: body.password,
       role: body.roleName,
       homeDomain: body.domainName,
       email: body.email,
-      privileges,
+      privileges: body.privileges,
     });
     return c.json(view(identity, user), 200);
   });

@@ -9,13 +9,15 @@ import { localExportFiles, type ExportFiles } from "./files.js";
 import { ExportRunner } from "./runner.js";
 import { ExportScheduler } from "./scheduler.js";
 import { ExportService } from "./service.js";
-import { ExportStore } from "./store.js";
+import { SqliteExportStore } from "./sqlite-store.js";
+import type { ExportStore } from "./store.js";
 
-export { exportMigrations } from "./store.js";
+export { exportMigrations } from "./migrations.js";
+export type { ExportStore, StoredJob, ExportPage, ExecutionProgress } from "./store.js";
 export { executionDetail, summary, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./service.js";
 export { parseCron, CronError, type Cron } from "./cron.js";
 export type { ExportJob, ExportExecution, ListQuery } from "./types.js";
-export { ExportService, ExportRunner, ExportScheduler, ExportStore, type ExportFiles };
+export { ExportService, ExportRunner, ExportScheduler, SqliteExportStore, type ExportFiles };
 
 export interface ExportDeps {
   db: Db;
@@ -45,7 +47,8 @@ export interface Exports {
 }
 
 export function createExports(d: ExportDeps): Exports {
-  const store = new ExportStore(d.db);
+  // On SQLite; another database is one more `ExportStore`.
+  const store: ExportStore = new SqliteExportStore(d.db);
   const files = localExportFiles(d.dataDir);
   const signer = d.signer;
   const downloadPath = (id: string): string => storagePath("exports", id);

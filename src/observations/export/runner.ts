@@ -65,8 +65,8 @@ export class ExportRunner {
   }
 
   /** Picks up executions a previous process left queued or running. */
-  resume(): void {
-    for (const e of this.deps.store.openExecutions()) this.enqueue(e.id);
+  async resume(): Promise<void> {
+    for (const e of await this.deps.store.openExecutions()) this.enqueue(e.id);
   }
 
   idle(): Promise<void> {
@@ -98,11 +98,11 @@ export class ExportRunner {
 
   private async run(id: string): Promise<void> {
     const { store, logger } = this.deps;
-    const execution = store.execution(id);
+    const execution = await store.execution(id);
     if (!execution || (execution.status !== "QUEUED" && execution.status !== "RUNNING")) return;
-    const stored = store.job(execution.jobId);
+    const stored = await store.job(execution.jobId);
     if (!stored) return;
-    if (!store.transition(id, "RUNNING")) return;
+    if (!(await store.transition(id, "RUNNING"))) return;
     const started = performance.now();
     let written: { scanned: number; rows: number };
     try {
@@ -113,19 +113,21 @@ export class ExportRunner {
         return;
       }
       const engineMs = Math.round(performance.now() - started);
-      store.transition(id, "FAILED", { completion: this.now(), engineMs });
+      await store.transition(id, "FAILED", { completion: this.now(), engineMs });
       logger.error({ err, executionId: id }, "export failed");
       this.deps.onEnd?.("FAILED", 0);
-      await this.notify(stored.job, store.execution(id)!);
+      await this.notify(stored.job, (await store.execution(id))!);
       return;
     }
     const engineMs = Math.round(performance.now() - started);
-    if (!store.transition(id, "SUCCEEDED", { completion: this.now(), engineMs, dataScanned: written.scanned })) {
+    if (
+      !(await store.transition(id, "SUCCEEDED", { completion: this.now(), engineMs, dataScanned: written.scanned }))
+    ) {
       this.deps.files.remove(id);
       return;
     }
     this.deps.onEnd?.("SUCCEEDED", written.rows);
-    await this.notify(stored.job, store.execution(id)!);
+    await this.notify(stored.job, (await store.execution(id))!);
   }
 
   /** Streams the CSV of the execution's window; answers the bytes of observations scanned and the rows written. */

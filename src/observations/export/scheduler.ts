@@ -12,6 +12,8 @@ import type { ExportStore } from "./store.js";
 export class ExportScheduler {
   readonly name = "export-scheduler";
   private timer: NodeJS.Timeout | undefined;
+  /** The tick under way: the next one waits its turn rather than firing a job twice. */
+  private ticking: Promise<number> | undefined;
 
   constructor(
     private readonly deps: {
@@ -25,9 +27,12 @@ export class ExportScheduler {
   ) {}
 
   async start(): Promise<void> {
-    this.deps.runner.resume();
-    this.tick();
-    this.timer = setInterval(() => this.tick(), this.deps.tickMs ?? 1000);
+    await this.deps.runner.resume();
+    await this.tick();
+    this.timer = setInterval(() => {
+      if (this.ticking) return;
+      this.tick().catch((err: unknown) => this.deps.logger.error({ err }, "export schedules could not be read"));
+    }, this.deps.tickMs ?? 1000);
     this.timer.unref();
   }
 
@@ -36,22 +41,32 @@ export class ExportScheduler {
     this.timer = undefined;
   }
 
-  /** Submits an execution for every due job; answers how many. */
-  tick(): number {
+  /** Submits an execution for every due job; answers how many. A tick asked for while one runs waits for it. */
+  async tick(): Promise<number> {
+    while (this.ticking) await this.ticking.catch(() => 0);
+    this.ticking = this.fire();
+    try {
+      return await this.ticking;
+    } finally {
+      this.ticking = undefined;
+    }
+  }
+
+  private async fire(): Promise<number> {
     const now = this.deps.clock();
     let fired = 0;
-    for (const { job, owner, nextFire } of this.deps.store.dueJobs(now)) {
+    for (const { job, owner, nextFire } of await this.deps.store.dueJobs(now)) {
       try {
         const cron = parseCron(job.schedule!);
         let fire = nextFire!;
         // Several missed fires run once: the latest one.
         for (let n = cron.next(fire); n !== undefined && n <= now; n = cron.next(fire)) fire = n;
-        this.deps.store.setNextFire(job.id, cron.next(Math.max(fire, now)) ?? null);
-        this.deps.service.submit(job, owner, fire - timePeriodMs(job.timePeriod!), fire);
+        await this.deps.store.setNextFire(job.id, cron.next(Math.max(fire, now)) ?? null);
+        await this.deps.service.submit(job, owner, fire - timePeriodMs(job.timePeriod!), fire);
         fired++;
       } catch (err) {
         this.deps.logger.error({ err, jobId: job.id }, "scheduled export could not be submitted");
-        this.deps.store.setNextFire(job.id, null);
+        await this.deps.store.setNextFire(job.id, null);
       }
     }
     return fired;

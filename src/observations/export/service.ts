@@ -6,7 +6,7 @@ import type { ThingRegistry } from "../../things/index.js";
 import { CronError, parseCron } from "./cron.js";
 import type { ExportFiles } from "./files.js";
 import type { ExportRunner } from "./runner.js";
-import type { ExportStore } from "./store.js";
+import type { ExportStore, StoredJob } from "./store.js";
 import type { ExecutionSummary, ExportExecution, ExportJob, ListQuery, PageInfo } from "./types.js";
 
 /** Default page size of the export lists; the interface caps it at 100. */
@@ -29,7 +29,7 @@ export interface ExportServiceDeps {
 export class ExportService {
   constructor(private readonly deps: ExportServiceDeps) {}
 
-  create(principal: Principal, body: Record<string, unknown>): ExportJob {
+  async create(principal: Principal, body: Record<string, unknown>): Promise<ExportJob> {
     requireReadWrite(principal);
     authorize(principal, "DataExport.CREATE", principal.homeDomain);
     const jobName = nonEmptyString(body.jobName, "jobName");
@@ -77,32 +77,32 @@ export class ExportService {
     if (job.notifyByEmail && !job.recipients) throw invalid("recipients", "required when notifyByEmail is true");
     for (const k of Object.keys(body)) if (!CREATE_KEYS.has(k)) throw invalid(k, "is not a property of an export job");
 
-    this.deps.store.insertJob(principal.userName, job, this.nextFire(job, this.deps.clock()));
-    if (type === "instant") this.submit(job, principal.userName, Date.parse(job.from!), Date.parse(job.to!));
+    await this.deps.store.insertJob(principal.userName, job, this.nextFire(job, this.deps.clock()));
+    if (type === "instant") await this.submit(job, principal.userName, Date.parse(job.from!), Date.parse(job.to!));
     return job;
   }
 
-  get(principal: Principal, id: string): ExportJob {
+  async get(principal: Principal, id: string): Promise<ExportJob> {
     authorize(principal, "DataExport.READ", principal.homeDomain);
-    return this.owned(principal, id).job;
+    return (await this.owned(principal, id)).job;
   }
 
-  list(
+  async list(
     principal: Principal,
     q: ListQuery,
-  ): { exportJobs: Partial<ExportJob>[]; pageInfo: PageInfo; sortInfo: { order: string } } {
+  ): Promise<{ exportJobs: Partial<ExportJob>[]; pageInfo: PageInfo; sortInfo: { order: string } }> {
     authorize(principal, "DataExport.READ", principal.homeDomain);
-    const page = this.deps.store.jobs(principal.userName, q);
+    const page = await this.deps.store.jobs(principal.userName, q);
     const exportJobs = page.items.map((j) =>
       pick(j, ["id", "jobName", "thingType", "things", "from", "to", "resources", "type"]),
     );
     return { exportJobs, pageInfo: pageInfo(page, q), sortInfo: { order: q.order } };
   }
 
-  update(principal: Principal, id: string, body: Record<string, unknown>): ExportJob {
+  async update(principal: Principal, id: string, body: Record<string, unknown>): Promise<ExportJob> {
     requireReadWrite(principal);
     authorize(principal, "DataExport.UPDATE", principal.homeDomain);
-    const { job } = this.owned(principal, id);
+    const { job } = await this.owned(principal, id);
     for (const k of Object.keys(body)) if (!UPDATE_KEYS.has(k)) throw invalid(k, "cannot be updated");
     if (job.type !== "scheduled") throw invalid("type", "only scheduled export jobs can be updated");
     const next: ExportJob = { ...job };
@@ -117,49 +117,49 @@ export class ExportService {
     if (body.recipients !== undefined) next.recipients = recipients(body.recipients);
     if (next.notifyByEmail && !next.recipients) throw invalid("recipients", "required when notifyByEmail is true");
     next.updatedAt = this.nowIso();
-    this.deps.store.updateJob(next, this.nextFire(next, this.deps.clock()));
+    await this.deps.store.updateJob(next, this.nextFire(next, this.deps.clock()));
     return next;
   }
 
-  delete(principal: Principal, id: string): void {
+  async delete(principal: Principal, id: string): Promise<void> {
     requireReadWrite(principal);
     authorize(principal, "DataExport.DELETE", principal.homeDomain);
-    this.owned(principal, id);
-    for (const e of this.deps.store.executionsOfJob(id)) {
+    await this.owned(principal, id);
+    for (const e of await this.deps.store.executionsOfJob(id)) {
       this.deps.runner.cancel(e.id);
       this.deps.files.remove(e.id);
     }
-    this.deps.store.deleteJob(id);
+    await this.deps.store.deleteJob(id);
   }
 
-  executions(principal: Principal, jobId: string | undefined, q: ListQuery) {
+  async executions(principal: Principal, jobId: string | undefined, q: ListQuery) {
     authorize(principal, "DataExport.READ", principal.homeDomain);
-    if (jobId !== undefined) this.owned(principal, jobId);
-    const page = this.deps.store.executions(principal.userName, jobId, q);
+    if (jobId !== undefined) await this.owned(principal, jobId);
+    const page = await this.deps.store.executions(principal.userName, jobId, q);
     const items = page.items.map((e) =>
       jobId === undefined ? { ...summary(e), executionFileName: e.executionFileName } : summary(e),
     );
     return { exportJobExecutions: items, pageInfo: pageInfo(page, q), sortInfo: { order: q.order } };
   }
 
-  execution(principal: Principal, id: string): ExportExecution {
+  execution(principal: Principal, id: string): Promise<ExportExecution> {
     authorize(principal, "DataExport.READ", principal.homeDomain);
     return this.ownedExecution(principal, id);
   }
 
-  cancel(principal: Principal, id: string): ExecutionSummary {
+  async cancel(principal: Principal, id: string): Promise<ExecutionSummary> {
     requireReadWrite(principal);
     authorize(principal, "DataExport.UPDATE", principal.homeDomain);
-    const e = this.ownedExecution(principal, id);
+    const e = await this.ownedExecution(principal, id);
     if (e.status === "CANCELLED") throw new ApiError("INVALID_ACTION", `Export execution ${id} is already cancelled`);
-    this.deps.store.transition(id, "CANCELLED", { completion: this.nowIso() });
+    await this.deps.store.transition(id, "CANCELLED", { completion: this.nowIso() });
     this.deps.runner.cancel(id);
     this.deps.files.remove(id);
-    return summary(this.deps.store.execution(id)!);
+    return summary((await this.deps.store.execution(id))!);
   }
 
   /** Creates an execution for the window [from, to) and queues it. */
-  submit(job: ExportJob, owner: string, from: number, to: number): ExportExecution {
+  async submit(job: ExportJob, owner: string, from: number, to: number): Promise<ExportExecution> {
     const e: Omit<ExportExecution, "seq"> = {
       id: randomUUID(),
       jobId: job.id,
@@ -173,9 +173,9 @@ export class ExportService {
       windowFrom: from,
       windowTo: to,
     };
-    this.deps.store.insertExecution(e);
+    await this.deps.store.insertExecution(e);
     this.deps.runner.enqueue(e.id);
-    return this.deps.store.execution(e.id)!;
+    return (await this.deps.store.execution(e.id))!;
   }
 
   /** The next fire after `after` of an enabled scheduled job, else null. */
@@ -184,15 +184,15 @@ export class ExportService {
     return parseCron(job.schedule).next(after) ?? null;
   }
 
-  private owned(principal: Principal, id: string) {
-    const stored = this.deps.store.job(id);
+  private async owned(principal: Principal, id: string): Promise<StoredJob> {
+    const stored = await this.deps.store.job(id);
     if (!stored || stored.owner !== principal.userName)
       throw notFound("EXPORT_JOB_NOT_FOUND", `Export job ${id}`, "id");
     return stored;
   }
 
-  private ownedExecution(principal: Principal, id: string): ExportExecution {
-    const e = this.deps.store.execution(id);
+  private async ownedExecution(principal: Principal, id: string): Promise<ExportExecution> {
+    const e = await this.deps.store.execution(id);
     if (!e || e.owner !== principal.userName)
       throw notFound("EXPORT_EXECUTION_NOT_FOUND", `Export execution ${id}`, "id");
     return e;

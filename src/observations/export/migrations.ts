@@ -1,0 +1,36 @@
+import type { Migration } from "../../store/index.js";
+
+export const exportMigrations: Migration[] = [
+  {
+    id: "observations-002-export",
+    up: `
+      CREATE TABLE export_jobs (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        owner TEXT NOT NULL,
+        job TEXT NOT NULL,
+        -- Scheduled jobs: the next fire time (epoch ms) while enabled, else NULL.
+        next_fire INTEGER
+      );
+      CREATE INDEX export_jobs_owner ON export_jobs(owner, seq);
+      CREATE INDEX export_jobs_next_fire ON export_jobs(next_fire) WHERE next_fire IS NOT NULL;
+      CREATE TABLE export_executions (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        job_id TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        status TEXT NOT NULL,
+        submission TEXT NOT NULL,
+        completion TEXT NOT NULL DEFAULT '',
+        data_scanned INTEGER NOT NULL DEFAULT 0,
+        engine_ms INTEGER NOT NULL DEFAULT 0,
+        file_name TEXT NOT NULL,
+        window_from INTEGER NOT NULL,
+        window_to INTEGER NOT NULL
+      );
+      CREATE INDEX export_executions_owner ON export_executions(owner, seq);
+      CREATE INDEX export_executions_job ON export_executions(job_id, seq);
+      CREATE INDEX export_executions_open ON export_executions(status) WHERE status IN ('QUEUED', 'RUNNING');
+    `,
+  },
+];
