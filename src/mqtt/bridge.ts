@@ -1,4 +1,4 @@
-import { createServer, type AddressInfo, type Server } from "node:net";
+import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { Aedes, type AuthenticateError, type Client } from "aedes";
 import mqtt, { type MqttClient } from "mqtt";
 import { Counter, Gauge, type Registry } from "prom-client";
@@ -50,6 +50,8 @@ const SERVER_UNAVAILABLE = 3;
 /** Pending TCP connections the kernel may queue: a reconnect storm must not be dropped at the door. */
 const ACCEPT_BACKLOG = 4096;
 const CONNECT_TIMEOUT_MS = 120_000;
+/** Accepted connections handed to aedes per turn of the event loop (see `admit`). */
+const ADMIT_SLICE = 100;
 
 /**
  * The device MQTT bridge: routes `things/{thingName}/jobs/...` requests to the
@@ -68,6 +70,9 @@ export class DeviceBridge {
   private readonly sessions = new Map<string, Client>();
   private readonly notifyQueue = new Set<string>();
   private draining = false;
+  /** Connections accepted and not yet handed to aedes, oldest first (see `admit`). */
+  private admitting: Socket[] = [];
+  private admitted = 0;
   private readonly received: Counter<"kind">;
   /** The observations' child of `received`, looked up once: it is counted for every device publish. */
   private readonly receivedObservations: { inc(): void };
@@ -92,13 +97,18 @@ export class DeviceBridge {
       name: "dms_mqtt_connected_devices",
       help: "Devices connected to the embedded broker",
       registers,
-      collect: () => this.connected.set(this.broker?.connectedClients ?? 0),
+      collect: () => this.connected.set(this.connectedDevices),
     });
   }
 
   /** Where device observations go (the rule engine's embedded source). */
   onObservations(handler: ObservationHandler): void {
     this.observations = handler;
+  }
+
+  /** Devices connected to the embedded broker now (0 with an external broker). */
+  get connectedDevices(): number {
+    return this.broker?.connectedClients ?? 0;
   }
 
   /** The embedded broker's port once started. */
@@ -258,7 +268,7 @@ export class DeviceBridge {
       setImmediate(() => this.route(topic, payload));
     });
     // No Nagle: a CONNACK or a reply is one small write that should leave now, not after the peer's ACK.
-    const server = createServer({ noDelay: true }, broker.handle);
+    const server = createServer({ noDelay: true }, (socket) => this.admit(socket, broker));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen({ port: this.options.port, host: this.options.host, backlog: ACCEPT_BACKLOG }, () => resolve());
@@ -267,6 +277,37 @@ export class DeviceBridge {
     this.server = server;
     this.boundPort = (server.address() as AddressInfo).port;
     this.options.logger.info({ port: this.boundPort }, "embedded MQTT broker listening");
+  }
+
+  /**
+   * Takes an accepted connection at once and hands it to aedes on a later turn, ADMIT_SLICE per turn.
+   * In a connect storm the kernel's accept queue (ACCEPT_BACKLOG, at most net.core.somaxconn) must
+   * never overflow: a connection dropped there is tried again by the device's TCP only after 1, 3, 7,
+   * 15... s, and one whose handshake completes late leaves its CONNECT behind a retransmission timer
+   * backed off to a minute or two. Handing every accepted connection to aedes at once (its client,
+   * parser and streams, then its CONNECT, authentication and CONNACK) kept the loop from accepting
+   * for as long as thousands took; now the queue that grows is this one, where waiting costs nothing.
+   */
+  private admit(socket: Socket, broker: Aedes): void {
+    // Until aedes has it (it listens for errors from then on): a reset must not be an uncaught error.
+    socket.on("error", () => {});
+    this.admitting.push(socket);
+    if (this.admitting.length > 1) return;
+    const handOver = (): void => {
+      const end = Math.min(this.admitted + ADMIT_SLICE, this.admitting.length);
+      for (; this.admitted < end; this.admitted++) {
+        const next = this.admitting[this.admitted]!;
+        if (!next.destroyed && !broker.closed) broker.handle(next);
+        else next.destroy();
+      }
+      if (this.admitted < this.admitting.length) {
+        setImmediate(handOver);
+      } else {
+        this.admitting = [];
+        this.admitted = 0;
+      }
+    };
+    setImmediate(handOver);
   }
 
   private async connectExternal(url: string): Promise<void> {
