@@ -70,21 +70,22 @@ async function storm(
       request(c, { cmd: "prepare", url, devices: devices.slice(i * share, (i + 1) * share) }, "prepared"),
     ),
   );
-  // Each client process tells how far it got every few seconds: the storm's progress, summed.
+  // Each client process tells how far it got every few seconds (a finished one its total): the
+  // storm's progress, summed over the last word of each.
   const sofar = new Map<(typeof clients)[number], { connected: number; retries: number }>();
   const onProgress = (c: (typeof clients)[number]) => (m: { cmd: string; connected: number; retries: number }) => {
-    if (m.cmd !== "progress") return;
-    sofar.set(c, m);
-    if (sofar.size < clients.length) return;
+    if (m.cmd === "progress" || m.cmd === "connected") sofar.set(c, m);
+  };
+  const ticker = setInterval(() => {
     const sum = (k: "connected" | "retries") => [...sofar.values()].reduce((a, p) => a + p[k], 0);
     progress(`${broker}: ${sum("connected")} of ${devices.length} connected so far (${sum("retries")} retries)`);
-    sofar.clear();
-  };
+  }, 5000);
   const listeners = clients.map((c) => [c, onProgress(c)] as const);
   for (const [c, l] of listeners) c.on("message", l);
   const [cpuFrom, overflowsFrom] = [await target.cpuMs(), listenOverflows()];
   const results = await Promise.all(clients.map((c) => request<Connected>(c, { cmd: "go" }, "connected")));
   const [cpuTo, overflowsTo] = [await target.cpuMs(), listenOverflows()];
+  clearInterval(ticker);
   for (const [c, l] of listeners) c.off("message", l);
   const ms = Math.max(...results.map((r) => r.doneAt)) - Math.min(...results.map((r) => r.startedAt));
   const total = (k: "connected" | "failed" | "retries") => results.reduce((a, r) => a + r[k], 0);
