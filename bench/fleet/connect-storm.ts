@@ -3,14 +3,27 @@
  * client processes, to the machine's Mosquitto (127.0.0.1:1883, anonymous)
  * and to dms's embedded broker (each device authenticated with its generated
  * secret), alternating within one run. The time is from the first client
- * process starting to connect to the last CONNACK, over all processes.
+ * process starting to connect to the last CONNACK, over all processes. Beside
+ * it, the broker's CPU time per connection (which moves far less with the
+ * shared machine's load than the time does), the connections the kernel
+ * dropped at a full accept queue meanwhile, and why client attempts failed.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mqtt from "mqtt";
 import { generateDeviceSecret } from "../../src/things/index.js";
-import { child, median, progress, request, serviceEnv, stop, provisionDevices } from "./support.js";
+import {
+  child,
+  listenOverflows,
+  median,
+  mosquittoCpuMs,
+  progress,
+  request,
+  serviceEnv,
+  stop,
+  provisionDevices,
+} from "./support.js";
 
 const MOSQUITTO = "mqtt://127.0.0.1:1883";
 
@@ -20,6 +33,11 @@ interface Storm {
   connected: number;
   failed: number;
   retries: number;
+  /** The broker's CPU time from the start of the storm to the last CONNACK. */
+  cpuMs: number;
+  /** Connections dropped at a full accept queue meanwhile (machine-wide). */
+  overflows: number;
+  reasons: Record<string, number>;
 }
 
 interface Connected {
@@ -28,6 +46,13 @@ interface Connected {
   connected: number;
   failed: number;
   retries: number;
+  reasons: Record<string, number>;
+}
+
+/** What a storm needs of its broker: its CPU time so far (ms), and a wait until it has let go of a storm's clients. */
+interface Broker {
+  cpuMs(): Promise<number>;
+  settled(): Promise<void>;
 }
 
 type Device = { clientId: string; password?: string };
@@ -37,6 +62,7 @@ async function storm(
   url: string,
   devices: Device[],
   clients: ReturnType<typeof child>[],
+  target: Broker,
 ): Promise<Storm> {
   const share = Math.ceil(devices.length / clients.length);
   await Promise.all(
@@ -44,27 +70,44 @@ async function storm(
       request(c, { cmd: "prepare", url, devices: devices.slice(i * share, (i + 1) * share) }, "prepared"),
     ),
   );
-  // Each client process tells how far it got every few seconds: the storm's progress, summed.
+  // Each client process tells how far it got every few seconds (a finished one its total): the
+  // storm's progress, summed over the last word of each.
   const sofar = new Map<(typeof clients)[number], { connected: number; retries: number }>();
   const onProgress = (c: (typeof clients)[number]) => (m: { cmd: string; connected: number; retries: number }) => {
-    if (m.cmd !== "progress") return;
-    sofar.set(c, m);
-    if (sofar.size < clients.length) return;
+    if (m.cmd === "progress" || m.cmd === "connected") sofar.set(c, m);
+  };
+  const ticker = setInterval(() => {
     const sum = (k: "connected" | "retries") => [...sofar.values()].reduce((a, p) => a + p[k], 0);
     progress(`${broker}: ${sum("connected")} of ${devices.length} connected so far (${sum("retries")} retries)`);
-    sofar.clear();
-  };
+  }, 5000);
   const listeners = clients.map((c) => [c, onProgress(c)] as const);
   for (const [c, l] of listeners) c.on("message", l);
+  const [cpuFrom, overflowsFrom] = [await target.cpuMs(), listenOverflows()];
   const results = await Promise.all(clients.map((c) => request<Connected>(c, { cmd: "go" }, "connected")));
+  const [cpuTo, overflowsTo] = [await target.cpuMs(), listenOverflows()];
+  clearInterval(ticker);
   for (const [c, l] of listeners) c.off("message", l);
   const ms = Math.max(...results.map((r) => r.doneAt)) - Math.min(...results.map((r) => r.startedAt));
   const total = (k: "connected" | "failed" | "retries") => results.reduce((a, r) => a + r[k], 0);
+  const reasons: Record<string, number> = {};
+  for (const [reason, n] of results.flatMap((r) => Object.entries(r.reasons)))
+    reasons[reason] = (reasons[reason] ?? 0) + n;
   await Promise.all(clients.map((c) => request(c, { cmd: "close" }, "closed")));
-  const result = { broker, ms, connected: total("connected"), failed: total("failed"), retries: total("retries") };
-  progress(`${broker}: ${result.connected} connected in ${(ms / 1000).toFixed(2)} s (${result.retries} retries)`);
-  // Let both brokers settle (sockets closed, sessions gone) before the next storm.
-  await new Promise((r) => setTimeout(r, 3000));
+  const result: Storm = {
+    broker,
+    ms,
+    connected: total("connected"),
+    failed: total("failed"),
+    retries: total("retries"),
+    cpuMs: cpuTo - cpuFrom,
+    overflows: overflowsTo - overflowsFrom,
+    reasons,
+  };
+  progress(
+    `${broker}: ${result.connected} connected in ${(ms / 1000).toFixed(2)} s (${result.retries} retries, ${result.overflows} accept-queue overflows, ${(result.cpuMs / 1000).toFixed(1)} s broker CPU)`,
+  );
+  // The next storm meets a broker that has let go of this one's clients (sockets closed, sessions gone).
+  await target.settled();
   return result;
 }
 
@@ -88,6 +131,22 @@ export async function connectStormSection(count: number, processes: number, roun
   try {
     const { mqttPort } = await request<{ mqttPort: number }>(service, undefined, "started");
     const dmsUrl = `mqtt://127.0.0.1:${mqttPort}`;
+    const status = () => request<{ cpuMs: number; connected: number }>(service, { cmd: "count" }, "count");
+    const dms: Broker = {
+      cpuMs: async () => (await status()).cpuMs,
+      // Until the embedded broker has closed every session of the storm (a minute at most), then a breath.
+      settled: async () => {
+        for (let waited = 0; waited < 60_000 && (await status()).connected > 0; waited += 250) {
+          await new Promise((r) => setTimeout(r, 250));
+        }
+        await new Promise((r) => setTimeout(r, 1000));
+      },
+    };
+    // Mosquitto's sessions cannot be asked for here; it lets go of ten thousand within a second or two.
+    const mosquitto: Broker = {
+      cpuMs: async () => mosquittoCpuMs(),
+      settled: () => new Promise((r) => setTimeout(r, 3000)),
+    };
     progress(`dms ready, embedded broker on ${mqttPort}; ${count} devices over ${processes} client processes`);
     const authenticated: Device[] = things.map((t) => ({ clientId: t.thingName, password: t.secret }));
     const anonymous: Device[] = things.map((t) => ({ clientId: `m-${t.thingName}` }));
@@ -98,8 +157,14 @@ export async function connectStormSection(count: number, processes: number, roun
       for (const which of order) {
         rows.push(
           which === "dms"
-            ? await storm(`dms embedded (aedes), authenticated, round ${round}`, dmsUrl, authenticated, clients)
-            : await storm(`Mosquitto 127.0.0.1:1883, anonymous, round ${round}`, MOSQUITTO, anonymous, clients),
+            ? await storm(`dms embedded (aedes), authenticated, round ${round}`, dmsUrl, authenticated, clients, dms)
+            : await storm(
+                `Mosquitto 127.0.0.1:1883, anonymous, round ${round}`,
+                MOSQUITTO,
+                anonymous,
+                clients,
+                mosquitto,
+              ),
         );
       }
     }
@@ -127,12 +192,22 @@ function report(rows: Storm[], count: number, processes: number, wrong: string):
   return [
     `${count} devices, ${processes} client processes (mqtt.js, every connection opened at once), one dms process (roles api,mqtt); all of them and Mosquitto share the machine's cores with each other and with whatever else runs (see the load average). A wrong secret for one device after the storms: "${wrong}".`,
     "",
-    "| broker | connected | failed | retries | all connected after (s) | connections/s |",
-    "|---|---:|---:|---:|---:|---:|",
+    "| broker | connected | failed | retries | all connected after (s) | connections/s | broker CPU µs/connection | accept-queue overflows |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
     ...rows.map(
       (r) =>
-        `| ${r.broker} | ${r.connected} | ${r.failed} | ${r.retries} | ${(r.ms / 1000).toFixed(2)} | ${Math.round(r.connected / (r.ms / 1000)).toLocaleString("en")} |`,
+        `| ${r.broker} | ${r.connected} | ${r.failed} | ${r.retries} | ${(r.ms / 1000).toFixed(2)} | ${Math.round(r.connected / (r.ms / 1000)).toLocaleString("en")} | ${Math.round((r.cpuMs * 1000) / Math.max(1, r.connected))} | ${r.overflows} |`,
     ),
+    "",
+    "Accept-queue overflows are the kernel's count for the whole machine (TcpExt ListenOverflows) during the storm: each is a connect tried again by the client's TCP after 1, 3, 7, 15... s.",
+    ...rows
+      .filter((r) => r.retries > 0)
+      .map(
+        (r) =>
+          `Retries of ${r.broker}: ${Object.entries(r.reasons)
+            .map(([reason, n]) => `${n} × "${reason}"`)
+            .join(", ")}.`,
+      ),
     "",
     `Ratio dms (authenticated) / Mosquitto (anonymous), per round: ${ratios.map((x) => x.toFixed(2)).join(", ")}; median **${median(ratios).toFixed(2)}** (target ≤ 3).`,
   ].join("\n");

@@ -9,12 +9,11 @@
  * the rates, the CPU time each side spent per observation (clients, broker, subscriber or dms):
  * the rates move with the machine's other load, the CPU per observation much less.
  */
-import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mqtt from "mqtt";
-import { child, median, progress, request, serviceEnv, stop, provisionDevices } from "./support.js";
+import { child, median, mosquittoCpuMs, progress, request, serviceEnv, stop, provisionDevices } from "./support.js";
 
 const MOSQUITTO = "mqtt://127.0.0.1:1883";
 /** Seconds between all devices connected and the start of counting. */
@@ -39,18 +38,6 @@ interface Phase {
   acknowledged: number;
   /** CPU µs per counted observation: the device clients, Mosquitto, the receiver (subscriber or dms). */
   cpuUs: Reading["cpu"];
-}
-
-/** Mosquitto's CPU time (ms) from /proc; 0 when it cannot be read (not Linux, another user's process). */
-function mosquittoCpuMs(): number {
-  try {
-    const pid = execFileSync("pidof", ["mosquitto"], { encoding: "utf8" }).trim().split(" ")[0];
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    // utime and stime (fields 14 and 15 of stat, 12 and 13 after the command) in clock ticks of 10 ms.
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
 }
 
 /**

@@ -3,8 +3,8 @@
  * bookkeeping never share its event loop. Environment: the dms configuration.
  * Reports {cmd: "listening", ms, url} when /healthz can answer, {cmd: "started",
  * ms, mqttPort, work} when /readyz turns 200 (ms since its own start), then
- * answers {cmd: "count"} with {cmd: "count", observations, cpuMs}
- * (stored and evaluated; CPU time used)
+ * answers {cmd: "count"} with {cmd: "count", observations, cpuMs, connected}
+ * (stored and evaluated; CPU time used; devices connected to the embedded broker)
  * and waits for {cmd: "stop"}.
  */
 import { join } from "node:path";
@@ -36,7 +36,12 @@ const stored = observationsFile.prepare<[], { n: number | null }>("SELECT next -
 process.on("message", (m: { cmd: string }) => {
   if (m.cmd === "count") {
     const { user, system } = process.cpuUsage();
-    send({ cmd: "count", observations: stored.get()?.n ?? 0, cpuMs: (user + system) / 1000 });
+    send({
+      cmd: "count",
+      observations: stored.get()?.n ?? 0,
+      cpuMs: (user + system) / 1000,
+      connected: dms.services.deviceBridge?.connectedDevices ?? 0,
+    });
   }
   if (m.cmd === "stop") {
     dms.close().then(

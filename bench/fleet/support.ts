@@ -1,7 +1,7 @@
 /** What the sections of bench/fleet share: the service and client processes, and the report header. */
-import { fork, type ChildProcess } from "node:child_process";
+import { execFileSync, fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -115,6 +115,35 @@ export function serviceEnv(dataDir: string, provision: string, roles: string): R
     DMS_ROLES: roles,
     DMS_JWT_SECRET: "bench-secret-bench-secret-bench-secret",
   };
+}
+
+/** Mosquitto's CPU time (ms) from /proc; 0 when it cannot be read (not Linux, another user's process). */
+export function mosquittoCpuMs(): number {
+  try {
+    const pid = execFileSync("pidof", ["mosquitto"], { encoding: "utf8" }).trim().split(" ")[0];
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    // utime and stime (fields 14 and 15 of stat, 12 and 13 after the command) in clock ticks of 10 ms.
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Connections the kernel dropped because a listening socket's accept queue was full (TcpExt
+ * ListenOverflows, machine-wide, since boot): a dropped connect is tried again by the client's TCP
+ * only after 1, 3, 7, 15, 31 s..., which is what a slow accept loop costs in a storm.
+ */
+export function listenOverflows(): number {
+  try {
+    const [names, values] = readFileSync("/proc/net/netstat", "utf8")
+      .split("\n")
+      .filter((l) => l.startsWith("TcpExt:"))
+      .map((l) => l.split(" "));
+    return Number(values![names!.indexOf("ListenOverflows")] ?? 0);
+  } catch {
+    return 0;
+  }
 }
 
 export function median(values: number[]): number {

@@ -1,4 +1,4 @@
-import { createServer, type AddressInfo, type Server } from "node:net";
+import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { Aedes, type AuthenticateError, type Client } from "aedes";
 import mqtt, { type MqttClient } from "mqtt";
 import { Counter, Gauge, type Registry } from "prom-client";
@@ -48,9 +48,22 @@ const NOTIFY_SLICE = 500;
 const BAD_CREDENTIALS = 4;
 const IDENTIFIER_REJECTED = 2;
 const SERVER_UNAVAILABLE = 3;
-/** Pending TCP connections the kernel may queue: a reconnect storm must not be dropped at the door. */
-const ACCEPT_BACKLOG = 4096;
+/**
+ * Pending TCP connections the kernel may queue: a reconnect storm must not be dropped at the door.
+ * The kernel caps it at net.core.somaxconn (4096 by default): a fleet's host may raise that.
+ */
+const ACCEPT_BACKLOG = 65_535;
+/**
+ * How long aedes waits for a CONNECT once it has the connection (see `admit`: not while it waits in
+ * our own queue). A device whose handshake completed late in a storm may have its CONNECT behind a
+ * TCP retransmission timer backed off to a minute or more; closing it sooner only sends it back into
+ * the storm (a run with 20 s: 1,678 devices retried and the storm took 148 s).
+ */
 const CONNECT_TIMEOUT_MS = 120_000;
+/** Accepted connections handed to aedes per turn of the event loop (see `admit`). */
+const ADMIT_SLICE = 32;
+/** Turns in a row that only accept, while connections keep coming, before a slice is handed over anyway. */
+const ACCEPT_ONLY_TURNS = 256;
 
 /**
  * The device MQTT bridge: routes `things/{thingName}/jobs/...` requests to the
@@ -69,9 +82,18 @@ export class DeviceBridge {
   private readonly sessions = new Map<string, Client>();
   private readonly notifyQueue = new Set<string>();
   private draining = false;
+  /** Connections accepted and not yet handed to aedes, oldest first, and how many of them went (see `admit`). */
+  private admitting: Socket[] = [];
+  private admitted = 0;
+  private acceptedSinceTurn = 0;
+  private acceptOnlyTurns = 0;
+  private admitTurnScheduled = false;
   private readonly received: Counter<"kind">;
-  /** The observations' child of `received`, looked up once: it is counted for every device publish. */
-  private readonly receivedObservations: { inc(): void };
+  /**
+   * Device observations taken since the last scrape: counted as a number and added to `received` when
+   * it is collected, because a labelled counter hashes its labels on every increment.
+   */
+  private observationsTaken = 0;
   private readonly sent: Counter;
   private readonly connected: Gauge;
 
@@ -82,8 +104,12 @@ export class DeviceBridge {
       help: "Device messages the bridge handled, by kind (jobs request or observation)",
       labelNames: ["kind"],
       registers,
+      collect: () => {
+        if (this.observationsTaken === 0) return;
+        this.received.inc({ kind: "observation" }, this.observationsTaken);
+        this.observationsTaken = 0;
+      },
     });
-    this.receivedObservations = this.received.labels("observation");
     this.sent = new Counter({
       name: "dms_mqtt_published_total",
       help: "Replies and notifications the bridge published to devices",
@@ -93,13 +119,18 @@ export class DeviceBridge {
       name: "dms_mqtt_connected_devices",
       help: "Devices connected to the embedded broker",
       registers,
-      collect: () => this.connected.set(this.broker?.connectedClients ?? 0),
+      collect: () => this.connected.set(this.connectedDevices),
     });
   }
 
   /** Where device observations go (the rule engine's embedded source). */
   onObservations(handler: ObservationHandler): void {
     this.observations = handler;
+  }
+
+  /** Devices connected to the embedded broker now (0 with an external broker). */
+  get connectedDevices(): number {
+    return this.broker?.connectedClients ?? 0;
   }
 
   /** The embedded broker's port once started. */
@@ -202,14 +233,12 @@ export class DeviceBridge {
   /** Hands one device publish to the observation handler; undefined when this process takes none. */
   private take(thingName: string, payload: Buffer): Promise<void> | undefined {
     if (!this.observations) return undefined;
-    this.receivedObservations.inc();
+    this.observationsTaken++;
     return this.observations(thingName, payload);
   }
 
   private async listenEmbedded(): Promise<void> {
     const broker = await Aedes.createBroker({
-      // aedes drops a socket whose CONNECT it has not read within this time; in a reconnect storm of
-      // thousands the wait is in our own accept queue, and a dropped device only comes back again.
       connectTimeout: CONNECT_TIMEOUT_MS,
       authenticate: (client, username, password, done) => {
         this.authenticate(client, username, password).then(
@@ -230,8 +259,9 @@ export class DeviceBridge {
         // with it, which keeps its observations in order and is the backpressure on a fast device.
         // The parser's payload is a slice of the socket's reads, which Node never reuses: taken as it
         // is, not copied once more per observation.
-        const taken =
-          packet.topic === observationTopic(client.id) ? this.take(client.id, asBuffer(packet.payload)) : undefined;
+        const taken = isObservationTopic(client.id, packet.topic)
+          ? this.take(client.id, asBuffer(packet.payload))
+          : undefined;
         if (!taken) return done(null);
         taken.then(
           () => done(null),
@@ -252,7 +282,7 @@ export class DeviceBridge {
     });
     broker.on("publish", (packet, client) => {
       // Observations were taken while authorizing, before the PUBACK.
-      if (!client || packet.topic === observationTopic(client.id)) return;
+      if (!client || isObservationTopic(client.id, packet.topic)) return;
       // Answered on a later turn: publishing from inside aedes' delivery chain nests one stack frame
       // chain per queued message, and a burst of thousands overflows the stack.
       const topic = packet.topic;
@@ -260,7 +290,8 @@ export class DeviceBridge {
       setImmediate(() => this.route(topic, payload));
     });
     // No Nagle: a CONNACK or a reply is one small write that should leave now, not after the peer's ACK.
-    const server = createServer({ noDelay: true }, broker.handle);
+    // Paused until aedes has it: a connection waiting in our queue costs no read meanwhile (see `admit`).
+    const server = createServer({ noDelay: true, pauseOnConnect: true }, (socket) => this.admit(socket, broker));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen({ port: this.options.port, host: this.options.host, backlog: ACCEPT_BACKLOG }, () => resolve());
@@ -269,6 +300,52 @@ export class DeviceBridge {
     this.server = server;
     this.boundPort = (server.address() as AddressInfo).port;
     this.options.logger.info({ port: this.boundPort }, "embedded MQTT broker listening");
+  }
+
+  /**
+   * Takes an accepted connection at once and hands it to aedes on a later turn of the event loop.
+   * libuv (1.45 on, so Node 20) accepts one connection per turn of the loop, so in a connect storm the
+   * kernel's accept queue (ACCEPT_BACKLOG, at most net.core.somaxconn) drains only as fast as the loop
+   * turns; when it overflows, a connect is tried again by the device's TCP only after 1, 3, 7, 15...
+   * s, and one whose handshake completes late leaves its CONNECT behind a retransmission timer backed
+   * off to a minute or two. Handing each connection to aedes as it came (its client, parser and
+   * streams, then its CONNECT, authentication and CONNACK over the next turns) made every turn carry
+   * the work of all connections in flight: measured, the queue stayed full for 45 s of a 10,000-device
+   * storm. So a turn that accepted a connection hands none over (up to ACCEPT_ONLY_TURNS in a row):
+   * turns stay short while connections keep coming, the kernel's queue drains, and the connections
+   * wait here instead, paused (`pauseOnConnect`), where waiting costs nothing; then ADMIT_SLICE per turn.
+   */
+  private admit(socket: Socket, broker: Aedes): void {
+    // Until aedes has it (it listens for errors from then on): a reset must not be an uncaught error.
+    socket.on("error", () => {});
+    this.admitting.push(socket);
+    this.acceptedSinceTurn++;
+    if (this.admitTurnScheduled) return;
+    this.admitTurnScheduled = true;
+    const turn = (): void => {
+      if (this.acceptedSinceTurn > 0 && this.acceptOnlyTurns < ACCEPT_ONLY_TURNS) {
+        this.acceptOnlyTurns++;
+        this.acceptedSinceTurn = 0;
+        setImmediate(turn);
+        return;
+      }
+      this.acceptOnlyTurns = 0;
+      this.acceptedSinceTurn = 0;
+      const end = Math.min(this.admitted + ADMIT_SLICE, this.admitting.length);
+      for (; this.admitted < end; this.admitted++) {
+        const next = this.admitting[this.admitted]!;
+        if (!next.destroyed && !broker.closed) broker.handle(next);
+        else next.destroy();
+      }
+      if (this.admitted < this.admitting.length) {
+        setImmediate(turn);
+      } else {
+        this.admitting = [];
+        this.admitted = 0;
+        this.admitTurnScheduled = false;
+      }
+    };
+    setImmediate(turn);
   }
 
   private async connectExternal(url: string): Promise<void> {
@@ -309,13 +386,29 @@ export class DeviceBridge {
   }
 }
 
-function observationTopic(thingName: string): string {
-  return `things/${thingName}/observations`;
+// Both are asked for every device publish: compared in place rather than by building the topic.
+const THINGS = "things/";
+const OBSERVATIONS = "/observations";
+
+/** `topic` is `things/{thingName}/observations`. */
+function isObservationTopic(thingName: string, topic: string): boolean {
+  return (
+    topic.length === THINGS.length + thingName.length + OBSERVATIONS.length &&
+    topic.startsWith(THINGS) &&
+    topic.startsWith(thingName, THINGS.length) &&
+    topic.endsWith(OBSERVATIONS)
+  );
 }
 
+/** `topic` is below `things/{thingName}/`. */
 function ownTopic(thingName: string, topic: string): boolean {
-  const prefix = `things/${thingName}/`;
-  return topic.startsWith(prefix) && topic.length > prefix.length;
+  const end = THINGS.length + thingName.length;
+  return (
+    topic.length > end + 1 &&
+    topic.startsWith(THINGS) &&
+    topic.startsWith(thingName, THINGS.length) &&
+    topic.charCodeAt(end) === 47 // "/"
+  );
 }
 
 function asBuffer(payload: string | Buffer): Buffer {

@@ -181,6 +181,25 @@ describe("device connections through the embedded broker", () => {
   });
 });
 
+describe("a connect storm on the embedded broker", () => {
+  it("answers every device of a burst opened at once, refusing the one with a wrong secret", async () => {
+    const secrets: string[] = [];
+    const t = await startTestDms({ provision: fleet(400, secrets), env: mqttEnv() });
+    try {
+      // Connections are taken paused and handed to aedes on later turns of the loop: none is lost
+      // on the way, and each gets its own answer.
+      const outcomes = await Promise.all([
+        ...secrets.map((secret, i) => connectAs(t, `f${i}`, secret)),
+        connectAs(t, "f0", generateDeviceSecret()),
+      ]);
+      expect(outcomes.slice(0, -1).every((o) => o === "connected")).toBe(true);
+      expect(outcomes.at(-1)).toMatch(/Bad username or password/);
+    } finally {
+      await t.close();
+    }
+  }, 120_000);
+});
+
 describe("readiness while a large provisioning file is applied", () => {
   it("/healthz answers and /readyz is 503 with what it waits for; /readyz is 200 once started", async () => {
     const seen: { ready: number; health: number; body: Payload }[] = [];
