@@ -78,14 +78,8 @@ export class SqliteObservationReader implements ObservationReader {
     return out;
   }
 
-  exportPage(
-    scope: { thingType?: string; things?: readonly string[] },
-    from: number,
-    to: number,
-    after: { ts: number; id: number },
-    limit: number,
-  ): ExportRow[] {
-    return this.db.transaction(() => this.exportPageOfDays(scope, from, to, after, limit))();
+  exportPage(...page: Parameters<ObservationReader["exportPage"]>): ExportRow[] {
+    return this.db.transaction(() => this.exportPageOfDays(...page))();
   }
 
   private exportPageOfDays(
