@@ -129,12 +129,15 @@ describe("file names", () => {
     }
     // Nothing was written outside the objects of the store.
     expect(existsSync(join(t.dataDir, "escape"))).toBe(false);
-    // The data dir's own entries: the database, the file store, the provisioning file and the service keys.
+    // The data dir's own entries: the databases, the file store, the provisioning file and the service keys.
     const allowed = [
       "device-secret-key",
       "dms.sqlite",
       "dms.sqlite-shm",
       "dms.sqlite-wal",
+      "observations.sqlite",
+      "observations.sqlite-shm",
+      "observations.sqlite-wal",
       "files",
       "provision.json",
       "signing-key",
