@@ -49,14 +49,11 @@ import { RetentionSweeper, openDatabase, startCheckpointer, type Db } from "./st
 import { retentionTargets } from "./retention.js";
 import {
   CredentialsBusyError,
-  DeviceCredentials,
-  SqliteThingStore,
-  ThingGroupsService,
-  ThingRegistry,
-  ThingTypesService,
-  ThingsService,
-  deviceSecretKey,
-  registerCredentialMetrics,
+  createThings,
+  type ThingGroupsService,
+  type ThingRegistry,
+  type ThingTypesService,
+  type ThingsService,
 } from "./things/index.js";
 import { Readiness } from "./readiness/index.js";
 
@@ -194,17 +191,13 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   // The capabilities every process has: REST in any process answers with them.
   const auth = createAuth({ db, bus, clock, tokenSecret: jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR) });
   const { identity, tokens, domains, users, apiKeys, authentication: authenticate } = auth;
-  const credentials = new DeviceCredentials({ key: deviceSecretKey(config.DMS_DATA_DIR) });
-  registerCredentialMetrics(credentials, metrics.registry);
-  const registry = new ThingRegistry(
-    new SqliteThingStore(db),
+  const { registry, credentials, thingTypes, things, thingGroups } = createThings({
+    db,
     bus,
-    (id) => identity.domain(id) !== undefined,
-    credentials,
-  );
-  const thingTypes = new ThingTypesService({ registry, identity });
-  const things = new ThingsService({ registry, identity });
-  const thingGroups = new ThingGroupsService({ registry, identity });
+    identity,
+    dataDir: config.DMS_DATA_DIR,
+    metrics: metrics.registry,
+  });
   let publicUrl = config.DMS_PUBLIC_URL;
   const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
   const files = createFiles({ db, dataDir: config.DMS_DATA_DIR, clock, signer, registry, identity });

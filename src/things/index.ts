@@ -1,4 +1,5 @@
 export { ThingRegistry } from "./registry.js";
+export { createThings, type ThingsCapability, type ThingsCapabilityDeps } from "./create.js";
 export {
   DATA_TYPES,
   RESOURCE_TYPES,

@@ -1,0 +1,47 @@
+import type { Registry } from "prom-client";
+import type { Identity } from "../auth/index.js";
+import type { EventBus } from "../bus/index.js";
+import type { Db } from "../store/index.js";
+import { DeviceCredentials, deviceSecretKey, registerCredentialMetrics } from "./credentials.js";
+import { ThingRegistry } from "./registry.js";
+import { ThingGroupsService } from "./service.js";
+import { SqliteThingStore } from "./sqlite-store.js";
+import type { ThingStore } from "./store.js";
+import { ThingTypesService, ThingsService } from "./things-service.js";
+
+export interface ThingsCapabilityDeps {
+  db: Db;
+  bus: EventBus;
+  /** Whether a domain exists, for the registry's checks and the services' access rules. */
+  identity: Pick<Identity, "domain">;
+  /** Where the device-secret key lives (`device-secret-key`), or `:memory:` for a key of this process. */
+  dataDir: string;
+  /** Counts secret hashes and checks (`dms_device_secret_hashes_total`) when given. */
+  metrics?: Registry;
+}
+
+/** The things capability: the registry over its store, device credentials, and the services with their access rules. */
+export interface ThingsCapability {
+  store: ThingStore;
+  registry: ThingRegistry;
+  credentials: DeviceCredentials;
+  thingTypes: ThingTypesService;
+  things: ThingsService;
+  thingGroups: ThingGroupsService;
+}
+
+export function createThings(deps: ThingsCapabilityDeps): ThingsCapability {
+  const credentials = new DeviceCredentials({ key: deviceSecretKey(deps.dataDir) });
+  if (deps.metrics) registerCredentialMetrics(credentials, deps.metrics);
+  const store = new SqliteThingStore(deps.db);
+  const registry = new ThingRegistry(store, deps.bus, (id) => deps.identity.domain(id) !== undefined, credentials);
+  const services = { registry, identity: deps.identity };
+  return {
+    store,
+    registry,
+    credentials,
+    thingTypes: new ThingTypesService(services),
+    things: new ThingsService(services),
+    thingGroups: new ThingGroupsService(services),
+  };
+}
