@@ -14,7 +14,7 @@ import Database from "better-sqlite3";
 import pino from "pino";
 import { loadConfig } from "../../src/config/index.js";
 import { decodeMessages, type RawObservation } from "../../src/engine/index.js";
-import { OBSERVATIONS_FILE } from "../../src/observations/index.js";
+import { OBSERVATIONS_FILE, partitionTable } from "../../src/observations/index.js";
 import { retentionTargets } from "../../src/retention.js";
 import { startDms } from "../../src/service.js";
 import { RetentionSweeper } from "../../src/store/index.js";
@@ -90,7 +90,7 @@ export async function retentionSection(old: number, seconds: number, rounds: num
       get: (cutoff: number): { n: number } => {
         let n = 0;
         for (const { day } of db.prepare<[], { day: number }>("SELECT day FROM observation_partitions").all()) {
-          const table = day < 0 ? `observations_dm${-day}` : `observations_d${day}`;
+          const table = partitionTable(day);
           n += db.prepare<[number], { n: number }>(`SELECT count(*) AS n FROM ${table} WHERE ts < ?`).get(cutoff)!.n;
         }
         return { n };

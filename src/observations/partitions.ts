@@ -84,6 +84,14 @@ export function dayOf(ts: number): number {
   return Math.floor(ts / DAY_MS);
 }
 
+/** The days of the catalog that may hold rows with a timestamp in [from, to], ascending: one statement, prepared once. */
+export function partitionDays(db: Db): (from: number, to: number) => number[] {
+  const daysIn = db.prepare<[number, number], { day: number }>(
+    "SELECT day FROM observation_partitions WHERE day >= ? AND day <= ? ORDER BY day",
+  );
+  return (from, to) => (from > to ? [] : daysIn.all(dayOf(from), dayOf(to)).map((r) => r.day));
+}
+
 /**
  * Observations in one table per UTC day of their timestamp. Why days:
  * - the insert of a stream pays for two indexes that take rows in order
@@ -98,8 +106,10 @@ export function dayOf(ts: number): number {
  * Synchronous, on one connection: the writer thread and the in-process store run it alike.
  */
 export class ObservationPartitions {
+  /** Insert statements by day; a day's first one in this process makes sure its table exists. */
   private readonly inserts = new Map<number, Statement>();
-  private readonly known = new Set<number>();
+  /** Days that may hold rows in [from, to], ascending. */
+  readonly days: (from: number, to: number) => number[];
   private readonly markOf: Statement<[string], { offset: number }>;
   private readonly setMark: Statement<[string, number]>;
   private readonly reserve: Statement<[number], { next: number }>;
@@ -120,9 +130,7 @@ export class ObservationPartitions {
       "INSERT INTO observation_marks (stream, offset) VALUES (?, ?) ON CONFLICT(stream) DO UPDATE SET offset = excluded.offset",
     );
     this.reserve = db.prepare("UPDATE observation_ids SET next = next + ? RETURNING next");
-    for (const { day } of db.prepare<[], { day: number }>("SELECT day FROM observation_partitions").all()) {
-      this.known.add(day);
-    }
+    this.days = partitionDays(db);
     // The first look a minute after start: a bulk load right after start is not indexed row by row.
     this.lastMaintained = clock();
   }
@@ -174,7 +182,7 @@ export class ObservationPartitions {
         } catch (err) {
           // Another process's retention dropped the day (a late row older than the window): made again.
           if (!(err instanceof Error && /no such table/.test(err.message))) throw err;
-          this.forget(day);
+          this.inserts.delete(day);
           this.insertStatement(day).run(...args);
         }
       }
@@ -201,16 +209,6 @@ export class ObservationPartitions {
     }
   }
 
-  /** Days that may hold rows in [from, to], ascending. */
-  days(from: number, to: number): number[] {
-    return this.db
-      .prepare<[number, number], { day: number }>(
-        "SELECT day FROM observation_partitions WHERE day >= ? AND day <= ? ORDER BY day",
-      )
-      .all(dayOf(from), dayOf(to))
-      .map((r) => r.day);
-  }
-
   count(): number {
     let n = 0;
     for (const day of this.days(-Infinity, Infinity)) {
@@ -234,7 +232,7 @@ export class ObservationPartitions {
           this.db.exec(`DROP TABLE ${table}`);
           this.db.prepare("DELETE FROM observation_partitions WHERE day = ?").run(day);
         })();
-        this.forget(day);
+        this.inserts.delete(day);
         continue;
       }
       deleted += this.db
@@ -262,7 +260,7 @@ export class ObservationPartitions {
   private insertStatement(day: number): Statement {
     let statement = this.inserts.get(day);
     if (statement === undefined) {
-      if (!this.known.has(day)) this.create(day);
+      this.create(day);
       statement = this.db.prepare(
         `INSERT INTO ${partitionTable(day)} (id, thing_name, thing_type, domain, ts, doc) VALUES (?, ?, ?, ?, ?, ?)`,
       );
@@ -286,7 +284,6 @@ export class ObservationPartitions {
       CREATE INDEX IF NOT EXISTS ${table}_type_ts ON ${table}(thing_type, ts);
     `);
     this.db.prepare("INSERT OR IGNORE INTO observation_partitions (day) VALUES (?)").run(day);
-    this.known.add(day);
     // A day that closed already (history loaded in bulk, a late device) is indexed by the next
     // maintenance too, after its rows: one sort rather than an insert per row into the index.
   }
@@ -297,11 +294,6 @@ export class ObservationPartitions {
       this.db.exec(`CREATE INDEX IF NOT EXISTS ${table}_thing_ts ON ${table}(thing_name, ts)`);
       this.db.prepare("UPDATE observation_partitions SET indexed = 1 WHERE day = ?").run(day);
     })();
-  }
-
-  private forget(day: number): void {
-    this.known.delete(day);
-    this.inserts.delete(day);
   }
 }
 

@@ -1,7 +1,7 @@
 import { LRUCache } from "lru-cache";
 import type { Db } from "../store/index.js";
 import type { Statement } from "better-sqlite3";
-import { dayOf, partitionTable } from "./partitions.js";
+import { partitionDays, partitionTable } from "./partitions.js";
 
 /** A stored row as FIND reads it: id, thing type, document JSON. */
 export type CandidateRow = [id: number, thingType: string, doc: string];
@@ -48,10 +48,10 @@ const STATEMENT_CACHE = 1024;
  */
 export class SqliteObservationReader implements ObservationReader {
   private readonly statements = new LRUCache<string, Statement>({ max: STATEMENT_CACHE });
-  private readonly daysIn: Statement<[number, number], { day: number }>;
+  private readonly days: (from: number, to: number) => number[];
 
   constructor(private readonly db: Db) {
-    this.daysIn = db.prepare("SELECT day FROM observation_partitions WHERE day >= ? AND day <= ? ORDER BY day");
+    this.days = partitionDays(db);
   }
 
   /** In one read transaction: every day read from the same snapshot, none dropped half-way by retention. */
@@ -108,11 +108,6 @@ export class SqliteObservationReader implements ObservationReader {
       if (out.length >= limit) break;
     }
     return out;
-  }
-
-  private days(from: number, to: number): number[] {
-    if (from > to) return [];
-    return this.daysIn.all(dayOf(from), dayOf(to)).map((r) => r.day);
   }
 
   private statement(key: string, sql: () => string): Statement {

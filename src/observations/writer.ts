@@ -17,7 +17,10 @@ export type WriterRequest =
 
 export type WriterReply = { id: number; value: number; error?: undefined } | { id: number; error: string };
 
-type Request = WriterRequest extends infer R ? (R extends { id: number } ? Omit<R, "id"> : never) : never;
+/** `Omit` applied to each member of a union (a plain `Omit` would merge the members). */
+type OmitEach<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+/** A request before its id. */
+type Request = OmitEach<WriterRequest, "id">;
 
 /**
  * The engine's observation store: the day partitions written by a thread of
