@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RetentionSweeper } from "../../src/store/index.js";
 import { retentionTargets } from "../../src/retention.js";
 import { startTestDms, type TestDms } from "../support/dms.js";
+import { storedObservations } from "../support/observations.js";
 import { until } from "../support/wait.js";
 
 const HOUR = 3_600_000;
@@ -27,9 +28,8 @@ afterAll(() => t.close());
 const count = (sql: string): number => t.dms.services.db.prepare<[], { n: number }>(sql).get()!.n;
 /** The timestamps of every stored observation, ascending (observations have a file of their own). */
 const observationTimestamps = (): number[] =>
-  t.dms.services.observationReader
-    .candidates({ tsFrom: -Infinity, tsTo: Infinity, thingTypes: ["10"] }, 1_000_000)
-    .map(([, , doc]) => (JSON.parse(doc) as { timestamp: number }).timestamp)
+  storedObservations(t)
+    .map((o) => o.document.timestamp)
     .sort((a, b) => a - b);
 const timestamps = (sql: string): number[] =>
   t.dms.services.db
