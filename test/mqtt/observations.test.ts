@@ -79,6 +79,26 @@ describe("device observations over MQTT", () => {
     expect(storedObservations(t, timestamp - 1, timestamp - 1)).toHaveLength(0);
     expect(t.dms.services.engine!.engine.thingState("e1")?.state.power).toBeUndefined();
   });
+
+  it("still reach the device itself when it subscribed to them, as well as the engine", async () => {
+    const port = t.dms.services.deviceBridge!.port!;
+    // Persistent sessions: the second connection's subscriptions are restored by aedes, not subscribed again.
+    const options = { clientId: "t2", username: "t2", password: "dev-pw", reconnectPeriod: 0, clean: false };
+    const first = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, options);
+    await first.subscribeAsync("things/t2/+", { qos: 1 });
+    await first.endAsync();
+    const device = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, options);
+    const heard: string[] = [];
+    device.on("message", (topic, payload) => heard.push(`${topic} ${payload.toString()}`));
+    const timestamp = Date.now() + 3_000_000;
+    const payload = JSON.stringify({ timestamp, state: { temp: 5 } });
+    await device.publishAsync("things/t2/observations", payload, { qos: 1 });
+    await until(() => (heard.length > 0 ? true : undefined));
+    expect(heard).toEqual([`things/t2/observations ${payload}`]);
+    expect(storedObservations(t, timestamp, timestamp)).toHaveLength(1);
+    await device.unsubscribeAsync("things/t2/+");
+    await device.endAsync();
+  });
 });
 
 describe("QoS 1 device observations (group commit)", () => {
