@@ -73,6 +73,12 @@ export const partitionMigrations: Migration[] = [
       CREATE TABLE observation_marks (stream TEXT PRIMARY KEY, offset INTEGER NOT NULL);
     `,
   },
+  {
+    id: "observations-partitions-002",
+    // Bumped by every delete of a day's rows short of dropping the day: a reader's column
+    // cache of the day (reader.ts) is stale then; rows added take larger ids, which it sees.
+    up: "ALTER TABLE observation_partitions ADD COLUMN deletions INTEGER NOT NULL DEFAULT 0",
+  },
 ];
 
 /** The table of a UTC day (days since the epoch; negative before 1970). */
@@ -235,11 +241,16 @@ export class ObservationPartitions {
         this.inserts.delete(day);
         continue;
       }
-      deleted += this.db
-        .prepare<[number, number]>(
-          `DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ts < ? ORDER BY ts LIMIT ?)`,
-        )
-        .run(cutoff, Math.max(0, limit - deleted)).changes;
+      this.db.transaction(() => {
+        const changes = this.db
+          .prepare<[number, number]>(
+            `DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ts < ? ORDER BY ts LIMIT ?)`,
+          )
+          .run(cutoff, Math.max(0, limit - deleted)).changes;
+        if (changes > 0)
+          this.db.prepare("UPDATE observation_partitions SET deletions = deletions + 1 WHERE day = ?").run(day);
+        deleted += changes;
+      })();
     }
     return deleted;
   }

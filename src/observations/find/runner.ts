@@ -42,8 +42,8 @@ const MAX_QUEUE = 1000;
 /** Nice increment of FIND threads: the engine and the HTTP loop come first when the CPU is short. */
 const NICE_INCREMENT = 10;
 /**
- * Heap of one FIND thread: the candidates of a query are held parsed, up to
- * MAX_CANDIDATES of them. A query past it ends its thread, not the process.
+ * Heap of one FIND thread: the matches of a query are held, up to MAX_MATCHES of
+ * them, cut down to the fields the query reads. A query past it ends its thread, not the process.
  */
 const THREAD_HEAP_MB = 3072;
 
