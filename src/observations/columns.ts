@@ -31,6 +31,25 @@ export type StoredRow = [id: number, ts: number, thingType: string, thingName: s
 /** A path's columns to set on each projected document: its keys and its values. */
 type Projection = { keys: string[]; column: LeafColumn }[];
 
+/** What a day's columns are made of: kept in memory by a reader, stored by the writer (`toStored`). */
+interface ColumnParts {
+  ts: Float64Array;
+  id: Float64Array;
+  thingType: Int32Array;
+  thingTypes: string[];
+  thingName: Int32Array;
+  thingNames: string[];
+  leaves: Map<string, LeafColumn>;
+  objects: Set<string>;
+  unanswerable: Set<string>;
+}
+
+/** A day's columns as stored: a JSON layout and the typed arrays end to end. */
+export interface StoredColumns {
+  layout: string;
+  data: Buffer;
+}
+
 export class DayColumns {
   /** Rows in ascending `ts`: a time window is a slice found by binary search. */
   readonly ts: Float64Array;
@@ -39,20 +58,48 @@ export class DayColumns {
   readonly thingTypes: string[];
   readonly thingName: Int32Array;
   readonly thingNames: string[];
-  private readonly leaves = new Map<string, LeafColumn>();
+  private readonly leaves: Map<string, LeafColumn>;
   /** Paths that hold an object in some row. */
-  private readonly objects = new Set<string>();
+  private readonly objects: Set<string>;
   /** Paths no projection answers: an array, an empty object, a key with a dot or `__proto__`. */
-  private readonly unanswerable = new Set<string>();
+  private readonly unanswerable: Set<string>;
   /** Bytes held, for the cache's bound. */
   readonly bytes: number;
 
+  private constructor(parts: ColumnParts) {
+    this.ts = parts.ts;
+    this.id = parts.id;
+    this.thingType = parts.thingType;
+    this.thingTypes = parts.thingTypes;
+    this.thingName = parts.thingName;
+    this.thingNames = parts.thingNames;
+    this.leaves = parts.leaves;
+    this.objects = parts.objects;
+    this.unanswerable = parts.unanswerable;
+    let bytes = this.ts.length * (8 + 8 + 4 + 4);
+    for (const column of this.leaves.values())
+      bytes +=
+        column.kind === "number"
+          ? column.values.byteLength
+          : column.kind === "keyword"
+            ? column.codes.byteLength
+            : column.values.length * 16;
+    this.bytes = bytes;
+  }
+
   /** Takes apart `rows`, which must be in ascending `ts`; `tick` is called as it goes (the query's time budget). */
-  constructor(rows: Iterable<StoredRow>, count: number, tick: () => void) {
-    this.ts = new Float64Array(count);
-    this.id = new Float64Array(count);
-    this.thingType = new Int32Array(count);
-    this.thingName = new Int32Array(count);
+  static build(rows: Iterable<StoredRow>, count: number, tick: () => void): DayColumns {
+    const parts: ColumnParts = {
+      ts: new Float64Array(count),
+      id: new Float64Array(count),
+      thingType: new Int32Array(count),
+      thingTypes: [],
+      thingName: new Int32Array(count),
+      thingNames: [],
+      leaves: new Map(),
+      objects: new Set(),
+      unanswerable: new Set(),
+    };
     const types = new Dictionary();
     const names = new Dictionary();
     const raw = new Map<string, unknown[]>();
@@ -60,58 +107,90 @@ export class DayColumns {
     for (const [id, ts, thingType, thingName, doc] of rows) {
       if (n === count) throw new Error("the day's rows changed while its columns were built");
       if ((n & 1023) === 0) tick();
-      this.ts[n] = ts;
-      this.id[n] = id;
-      this.thingType[n] = types.code(thingType);
-      this.thingName[n] = names.code(thingName);
-      this.takeApart(JSON.parse(doc) as Record<string, unknown>, "", n, raw, count);
+      parts.ts[n] = ts;
+      parts.id[n] = id;
+      parts.thingType[n] = types.code(thingType);
+      parts.thingName[n] = names.code(thingName);
+      takeApart(JSON.parse(doc) as Record<string, unknown>, "", n, raw, count, parts);
       n++;
     }
     if (n !== count) throw new Error("the day's rows changed while its columns were built");
-    this.thingTypes = types.values;
-    this.thingNames = names.values;
-    let bytes = count * (8 + 8 + 4 + 4);
-    for (const [path, values] of raw) {
-      const column = toColumn(values);
-      this.leaves.set(path, column);
-      bytes += column.kind === "number" ? count * 8 : column.kind === "keyword" ? count * 4 : count * 16;
+    parts.thingTypes = types.values;
+    parts.thingNames = names.values;
+    for (const [path, values] of raw) parts.leaves.set(path, toColumn(values));
+    return new DayColumns(parts);
+  }
+
+  /** The columns as the writer stores them beside the day. */
+  toStored(): StoredColumns {
+    const buffers: ArrayBufferView[] = [this.ts, this.id, this.thingType, this.thingName];
+    const leaves: [path: string, kind: LeafColumn["kind"], extra: string[] | unknown[] | null][] = [];
+    for (const [path, column] of this.leaves) {
+      if (column.kind === "number") buffers.push(column.values);
+      else if (column.kind === "keyword") buffers.push(column.codes);
+      leaves.push([
+        path,
+        column.kind,
+        column.kind === "keyword" ? column.dictionary : column.kind === "mixed" ? column.values : null,
+      ]);
     }
-    this.bytes = bytes;
+    const layout = JSON.stringify({
+      rows: this.ts.length,
+      thingTypes: this.thingTypes,
+      thingNames: this.thingNames,
+      objects: [...this.objects],
+      unanswerable: [...this.unanswerable],
+      // A row without a mixed value is a hole: written as null, read back as absent.
+      leaves: leaves.map(([p, k, extra]) => [
+        p,
+        k,
+        k === "mixed" ? Array.from(extra as unknown[], (v) => v ?? null) : extra,
+      ]),
+    });
+    return { layout, data: Buffer.concat(buffers.map((b) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength))) };
+  }
+
+  /** Columns the writer stored: the typed arrays are copied out of the blob (aligned, and the blob's buffer freed). */
+  static fromStored({ layout, data }: StoredColumns): DayColumns {
+    const l = JSON.parse(layout) as {
+      rows: number;
+      thingTypes: string[];
+      thingNames: string[];
+      objects: string[];
+      unanswerable: string[];
+      leaves: [string, LeafColumn["kind"], unknown[] | null][];
+    };
+    let at = 0;
+    const take = (bytes: number): ArrayBuffer => {
+      const copy = new Uint8Array(bytes);
+      copy.set(data.subarray(at, at + bytes));
+      at += bytes;
+      return copy.buffer;
+    };
+    const n = l.rows;
+    const parts: ColumnParts = {
+      ts: new Float64Array(take(n * 8)),
+      id: new Float64Array(take(n * 8)),
+      thingType: new Int32Array(take(n * 4)),
+      thingTypes: l.thingTypes,
+      thingName: new Int32Array(take(n * 4)),
+      thingNames: l.thingNames,
+      leaves: new Map(),
+      objects: new Set(l.objects),
+      unanswerable: new Set(l.unanswerable),
+    };
+    for (const [path, kind, extra] of l.leaves) {
+      if (kind === "number") parts.leaves.set(path, { kind, values: new Float64Array(take(n * 8)) });
+      else if (kind === "keyword")
+        parts.leaves.set(path, { kind, codes: new Int32Array(take(n * 4)), dictionary: extra as string[] });
+      else parts.leaves.set(path, { kind, values: (extra as unknown[]).map((v) => (v === null ? undefined : v)) });
+    }
+    if (at !== data.length) throw new Error("stored columns do not match their layout");
+    return new DayColumns(parts);
   }
 
   get rows(): number {
     return this.ts.length;
-  }
-
-  private takeApart(
-    obj: Record<string, unknown>,
-    prefix: string,
-    row: number,
-    raw: Map<string, unknown[]>,
-    count: number,
-  ): void {
-    for (const key of Object.keys(obj)) {
-      const value = obj[key];
-      const path = prefix === "" ? key : `${prefix}.${key}`;
-      // A dotted key would answer `a.b` as if it were the path a → b; `__proto__` cannot be set as a key.
-      if (key.includes(".") || key === "" || key === "__proto__") {
-        this.unanswerable.add(path);
-        continue;
-      }
-      if (value === null || value === undefined) continue;
-      if (Array.isArray(value)) {
-        this.unanswerable.add(path);
-      } else if (typeof value === "object") {
-        this.objects.add(path);
-        const inner = value as Record<string, unknown>;
-        if (Object.keys(inner).length === 0) this.unanswerable.add(path);
-        else this.takeApart(inner, path, row, raw, count);
-      } else {
-        let values = raw.get(path);
-        if (!values) raw.set(path, (values = new Array<unknown>(count)));
-        values[row] = value;
-      }
-    }
   }
 
   /**
@@ -170,6 +249,38 @@ export class DayColumns {
     const mask = new Uint8Array(dictionary.length);
     dictionary.forEach((v, i) => (mask[i] = wanted.has(v) ? 1 : 0));
     return mask;
+  }
+}
+
+function takeApart(
+  obj: Record<string, unknown>,
+  prefix: string,
+  row: number,
+  raw: Map<string, unknown[]>,
+  count: number,
+  parts: ColumnParts,
+): void {
+  for (const key of Object.keys(obj)) {
+    const value = obj[key];
+    const path = prefix === "" ? key : `${prefix}.${key}`;
+    // A dotted key would answer `a.b` as if it were the path a → b; `__proto__` cannot be set as a key.
+    if (key.includes(".") || key === "" || key === "__proto__") {
+      parts.unanswerable.add(path);
+      continue;
+    }
+    if (value === null || value === undefined) continue;
+    if (Array.isArray(value)) {
+      parts.unanswerable.add(path);
+    } else if (typeof value === "object") {
+      parts.objects.add(path);
+      const inner = value as Record<string, unknown>;
+      if (Object.keys(inner).length === 0) parts.unanswerable.add(path);
+      else takeApart(inner, path, row, raw, count, parts);
+    } else {
+      let values = raw.get(path);
+      if (!values) raw.set(path, (values = new Array<unknown>(count)));
+      values[row] = value;
+    }
   }
 }
 

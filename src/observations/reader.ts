@@ -1,8 +1,16 @@
 import { LRUCache } from "lru-cache";
 import type { Db } from "../store/index.js";
 import type { Statement } from "better-sqlite3";
-import { DayColumns, type StoredRow } from "./columns.js";
-import { dayOf, partitionDays, partitionTable } from "./partitions.js";
+import { DayColumns } from "./columns.js";
+import {
+  buildColumns,
+  columnsToken,
+  dayOf,
+  partitionDays,
+  partitionTable,
+  storedColumns,
+  type Prepare,
+} from "./partitions.js";
 
 /** A stored row as FIND reads it: id, thing type, document JSON. */
 export type CandidateRow = [id: number, thingType: string, doc: string];
@@ -58,7 +66,7 @@ export interface ObservationReader {
 /** SQLite integers stop at 2^63; a range open on one side is bounded by these. */
 const MIN_TS = -8_640_000_000_000_000;
 const MAX_TS = 8_640_000_000_000_000;
-/** Prepared statements kept: four shapes per day table; the days a dashboard reads again stay prepared. */
+/** Prepared statements kept: a few shapes per day table; the days a dashboard reads again stay prepared. */
 const STATEMENT_CACHE = 1024;
 /**
  * Bytes of day columns a reader keeps (each FIND thread has its own reader): about
@@ -93,7 +101,7 @@ export class SqliteObservationReader implements ObservationReader {
   ) {
     this.days = partitionDays(db);
     this.catalog = db.prepare(
-      "SELECT day, indexed, deletions FROM observation_partitions WHERE day >= ? AND day <= ? ORDER BY day",
+      "SELECT day, indexed FROM observation_partitions WHERE day >= ? AND day <= ? ORDER BY day",
     );
     this.columns = new LRUCache({ maxSize: columnCacheBytes, sizeCalculation: (c) => Math.max(1, c.columns.bytes) });
   }
@@ -111,10 +119,10 @@ export class SqliteObservationReader implements ObservationReader {
     const from = clamp(f.tsFrom);
     const to = clamp(f.tsTo);
     if (from > to) return;
-    for (const { day, indexed, deletions } of this.catalog.all(dayOf(from), dayOf(to))) {
+    for (const { day, indexed } of this.catalog.all(dayOf(from), dayOf(to))) {
       // Only a closed day's columns are kept: the open day takes rows all the time.
       const paths = visitor.paths;
-      const columns = paths && indexed === 1 ? this.columnsOf(day, deletions, visitor) : undefined;
+      const columns = paths && indexed === 1 ? this.columnsOf(day, visitor) : undefined;
       const projection = columns?.projection(paths!);
       if (columns && projection) {
         const types = DayColumns.mask(columns.thingTypes, f.thingTypes);
@@ -136,20 +144,17 @@ export class SqliteObservationReader implements ObservationReader {
     }
   }
 
-  /** The columns of a closed day, taken apart from its rows unless kept from a scan of the same rows. */
-  private columnsOf(day: number, deletions: number, visitor: CandidateVisitor): DayColumns | undefined {
-    const table = partitionTable(day);
-    const [maxId] = this.statement(`max:${day}`, () => `SELECT max(id) FROM ${table}`).get() as [number | null];
-    if (maxId === null) return undefined;
-    const token = `${maxId}:${deletions}`;
+  /**
+   * The columns of a closed day: kept from an earlier scan of the same rows, or as
+   * the writer stored them, or else taken apart here (within the query's budget).
+   */
+  private columnsOf(day: number, visitor: CandidateVisitor): DayColumns | undefined {
+    const prepare: Prepare = (sql) => this.statement(sql, () => sql);
+    const token = columnsToken(prepare, day);
+    if (token === undefined) return undefined;
     const kept = this.columns.get(day);
     if (kept?.token === token) return kept.columns;
-    const [count] = this.statement(`count:${day}`, () => `SELECT count(*) FROM ${table}`).get() as [number];
-    const rows = this.statement(
-      `rows:${day}`,
-      () => `SELECT id, ts, thing_type, thing_name, doc FROM ${table} ORDER BY ts`,
-    ).iterate() as IterableIterator<StoredRow>;
-    const columns = new DayColumns(rows, count, () => visitor.tick());
+    const columns = storedColumns(prepare, day, token) ?? buildColumns(prepare, day, () => visitor.tick());
     this.columns.set(day, { token, columns });
     return columns;
   }
@@ -237,7 +242,6 @@ interface CatalogDay {
   day: number;
   /** 1 once the day has closed (its thing index is built). */
   indexed: number;
-  deletions: number;
 }
 
 /** A list bound as one JSON array parameter. */

@@ -5,6 +5,7 @@ import {
   openObservations,
   planFind,
   runFind,
+  SqliteObservationReader,
   type ObservationDocument,
   type ObservationReader,
 } from "../../src/observations/index.js";
@@ -28,7 +29,7 @@ afterEach(() => {
 function store() {
   const db = openDatabase({ dataDir: ":memory:", migrations });
   dbs.push(db);
-  return openObservations({ dataDir: ":memory:", db, writerThread: false, clock: () => NOW });
+  return { db, ...openObservations({ dataDir: ":memory:", db, writerThread: false, clock: () => NOW }) };
 }
 
 const reading = (i: number, timestamp: number, state: Record<string, unknown> = {}): ObservationDocument => ({
@@ -36,7 +37,14 @@ const reading = (i: number, timestamp: number, state: Record<string, unknown> = 
   thingType: TYPES[i % 2]!,
   domain: "acme",
   timestamp,
-  state: { temp: (i % 50) - 10.5, label: `l${i % 3}`, ...state },
+  // `flag` booleans and `mixed` numbers and strings: columns of parsed values, stored as JSON.
+  state: {
+    temp: (i % 50) - 10.5,
+    label: `l${i % 3}`,
+    flag: i % 4 === 0,
+    mixed: i % 3 === 0 ? i : `m${i % 5}`,
+    ...state,
+  },
 });
 
 /** Three days of readings, every 10 minutes. */
@@ -70,6 +78,11 @@ const DASHBOARD = [
     aggs: { l: { terms: { field: "state.label" }, aggs: { s: { stats: { field: "state.temp" } } } } },
   },
   {
+    size: 0,
+    query: since(T0, { term: { "state.flag": true } }),
+    aggs: { m: { terms: { field: "state.mixed", size: 20 } }, f: { terms: { field: "state.flag" } } },
+  },
+  {
     size: 5,
     query: since(T0, { term: { thingName: "t3" } }),
     sort: [{ "state.temp": "desc" }, { timestamp: "asc" }],
@@ -99,7 +112,13 @@ describe("FIND from the column cache of closed days", () => {
     const late = [reading(1, T0 + 3_600_000, { extra: 7 }), reading(3, T0 + 2 * DAY_MS - 1, { temp: 99 })];
     for (const s of [fromRows, fromColumns]) await s.store.insertBatch(late.map((document) => ({ document })));
     same();
-    expect(find(fromColumns.reader, DASHBOARD[3]!).hits.total).toBe(1);
+    expect(find(fromColumns.reader, DASHBOARD[4]!).hits.total).toBe(1);
+    // The writer stores the day's columns again; a reader that never saw the day reads them.
+    await fromColumns.store.maintain();
+    const stored = fromColumns.db.prepare("SELECT count(*) AS n FROM observation_columns").get() as { n: number };
+    expect(stored.n).toBe(3);
+    const fresh = new SqliteObservationReader(fromColumns.db);
+    for (const request of DASHBOARD) expect(find(fresh, request)).toEqual(find(fromRows.reader, request));
 
     // Retention cuts the first day: the rows it deleted are gone from the columns too.
     const cutoff = T0 + DAY_MS / 3;
