@@ -20,39 +20,26 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/index.js";
 import Database from "better-sqlite3";
-import {
-  dayOf,
-  OBSERVATIONS_FILE,
-  partitionTable,
-  planFind,
-  runFind,
-  type ObservationDocument,
-} from "../../src/observations/index.js";
+import { dayOf, OBSERVATIONS_FILE, partitionTable, planFind, runFind } from "../../src/observations/index.js";
 import { startDms } from "../../src/service.js";
 import { indexMapping } from "../../test/observations/differential/data.js";
 import { fromOpenSearch, toOpenSearch } from "../../test/observations/differential/engines.js";
 import { writeSection } from "../results.js";
 import { Kafka, logLevel } from "kafkajs";
+import { DAY, DAYS, SEED, START, THING_TYPES, THINGS_PER_TYPE, observations as generated } from "./data.js";
 import { hostilePhases, percentile, worstQueries, type FeedFigures, type PhaseFigures } from "./hostile.js";
 
 const ROWS = Number(process.env.BENCH_FIND_ROWS ?? 5_000_000);
-/** The seed of the observations' random numbers: with ROWS and the layout below, it names the OpenSearch indices. */
-const SEED = 42;
 /** Bump when the generated observations or the mapping change: an index of another layout is not reused. */
 const DATA_LAYOUT = 1;
 /** BENCH_FIND_REINDEX=1: index into OpenSearch again even when an index of the same data is there. */
 const REINDEX = process.env.BENCH_FIND_REINDEX === "1";
-const DAYS = 30;
-const THING_TYPES = ["1", "2", "3", "4", "5"];
-const THINGS_PER_TYPE = 100;
 const BATCH = 50_000;
 const RUNS = 15;
 /** Fewer runs of a query slower than this: a median of 5 of multi-second queries says as much. */
 const SLOW_MS = 2000;
 /** Documents per OpenSearch _bulk request (about 3 MB). */
 const OPENSEARCH_BULK = 20_000;
-const DAY = 86_400_000;
-const START = Date.parse("2026-01-01T00:00:00Z");
 const COMMAND = "npx tsx bench/find/index.ts";
 const HOSTILE_SECONDS = Number(process.env.BENCH_FIND_HOSTILE_SECONDS ?? 20);
 const HOSTILE_ROUNDS = 3;
@@ -144,23 +131,7 @@ async function main(): Promise<void> {
   // ---- data: through the store (its writer thread), BATCH rows a transaction, a few in flight; then
   // the thing index of every closed day, built once (as the store does a minute later on its own).
   const t0 = performance.now();
-  const step = (DAYS * DAY) / ROWS;
-  let seed = SEED;
-  const rnd = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-  /** The j-th observation; called in order, it draws the same random numbers every run. */
-  const observation = (j: number): ObservationDocument => {
-    const thingType = THING_TYPES[j % THING_TYPES.length]!;
-    const thingName = `thing-${thingType}-${Math.floor(rnd() * THINGS_PER_TYPE)}`;
-    const timestamp = START + Math.floor(j * step);
-    const temp = Math.round(rnd() * 4000) / 100 - 5;
-    return {
-      thingName,
-      thingType,
-      domain: "root",
-      timestamp,
-      state: { temp, latlng: `59.9${j % 10},10.7${j % 7}` },
-    };
-  };
+  const observation = generated(ROWS);
   const loading: Promise<void>[] = [];
   for (let i = 0; i < ROWS; i += BATCH) {
     const batch = [];
