@@ -9,7 +9,10 @@
  * requests, the engine fed through Kafka by a producer process.
  * Rerun: npx tsx bench/find/index.ts (BENCH_FIND_ROWS=1000000 to scale down,
  * BENCH_FIND_OPENSEARCH=0 to leave OpenSearch out, BENCH_FIND_HOSTILE_SECONDS
- * per phase, BENCH_FIND_HOSTILE=0 to leave the hostile phase out).
+ * per phase, BENCH_FIND_HOSTILE=0 to leave the hostile phase out). The OpenSearch
+ * indices are named after the data and kept: a later run with the same rows
+ * reuses them and reports the indexing rate of the run that made them
+ * (BENCH_FIND_REINDEX=1 indexes again).
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -17,33 +20,26 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/index.js";
 import Database from "better-sqlite3";
-import {
-  dayOf,
-  OBSERVATIONS_FILE,
-  partitionTable,
-  planFind,
-  runFind,
-  type ObservationDocument,
-} from "../../src/observations/index.js";
+import { dayOf, OBSERVATIONS_FILE, partitionTable, planFind, runFind } from "../../src/observations/index.js";
 import { startDms } from "../../src/service.js";
 import { indexMapping } from "../../test/observations/differential/data.js";
 import { fromOpenSearch, toOpenSearch } from "../../test/observations/differential/engines.js";
 import { writeSection } from "../results.js";
 import { Kafka, logLevel } from "kafkajs";
+import { DAY, DAYS, SEED, START, THING_TYPES, THINGS_PER_TYPE, observations as generated } from "./data.js";
 import { hostilePhases, percentile, worstQueries, type FeedFigures, type PhaseFigures } from "./hostile.js";
 
 const ROWS = Number(process.env.BENCH_FIND_ROWS ?? 5_000_000);
-const DAYS = 30;
-const THING_TYPES = ["1", "2", "3", "4", "5"];
-const THINGS_PER_TYPE = 100;
+/** Bump when the generated observations or the mapping change: an index of another layout is not reused. */
+const DATA_LAYOUT = 1;
+/** BENCH_FIND_REINDEX=1: index into OpenSearch again even when an index of the same data is there. */
+const REINDEX = process.env.BENCH_FIND_REINDEX === "1";
 const BATCH = 50_000;
 const RUNS = 15;
 /** Fewer runs of a query slower than this: a median of 5 of multi-second queries says as much. */
 const SLOW_MS = 2000;
 /** Documents per OpenSearch _bulk request (about 3 MB). */
 const OPENSEARCH_BULK = 20_000;
-const DAY = 86_400_000;
-const START = Date.parse("2026-01-01T00:00:00Z");
 const COMMAND = "npx tsx bench/find/index.ts";
 const HOSTILE_SECONDS = Number(process.env.BENCH_FIND_HOSTILE_SECONDS ?? 20);
 const HOSTILE_ROUNDS = 3;
@@ -62,6 +58,14 @@ interface Bucket {
   doc_count: number;
   avg: { value: number | null };
   max: { value: number | null };
+}
+/** How fast OpenSearch took the observations, and whether this run measured it. */
+interface IndexingFigures {
+  rate: number;
+  at: string;
+  /** Load average when indexing started and ended. */
+  load: string;
+  now: boolean;
 }
 interface TermBucket {
   key: string;
@@ -127,23 +131,7 @@ async function main(): Promise<void> {
   // ---- data: through the store (its writer thread), BATCH rows a transaction, a few in flight; then
   // the thing index of every closed day, built once (as the store does a minute later on its own).
   const t0 = performance.now();
-  const step = (DAYS * DAY) / ROWS;
-  let seed = 42;
-  const rnd = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
-  /** The j-th observation; called in order, it draws the same random numbers every run. */
-  const observation = (j: number): ObservationDocument => {
-    const thingType = THING_TYPES[j % THING_TYPES.length]!;
-    const thingName = `thing-${thingType}-${Math.floor(rnd() * THINGS_PER_TYPE)}`;
-    const timestamp = START + Math.floor(j * step);
-    const temp = Math.round(rnd() * 4000) / 100 - 5;
-    return {
-      thingName,
-      thingType,
-      domain: "root",
-      timestamp,
-      state: { temp, latlng: `59.9${j % 10},10.7${j % 7}` },
-    };
-  };
+  const observation = generated(ROWS);
   const loading: Promise<void>[] = [];
   for (let i = 0; i < ROWS; i += BATCH) {
     const batch = [];
@@ -152,9 +140,12 @@ async function main(): Promise<void> {
     if (loading.length >= 3) await loading.shift();
   }
   await Promise.all(loading);
+  const maintained = performance.now();
   await observations.maintain();
   db.exec("ANALYZE");
   const loadSeconds = (performance.now() - t0) / 1000;
+  /** Of which: the thing index and the column cache of every closed day, built by the writer. */
+  const maintainSeconds = (performance.now() - maintained) / 1000;
 
   // ---- the dashboard query
   const dayFrom = START + 10 * DAY;
@@ -280,51 +271,89 @@ async function main(): Promise<void> {
       });
       return (await res.json()) as Record<string, unknown>;
     };
-    const indices = THING_TYPES.map((t) => `bench-find-${RUN_ID}-${t}`);
-    for (const index of indices) {
-      await call("DELETE", `/${index}`);
-      await call("PUT", `/${index}`, {
-        ...indexMapping(["latlng"]),
-        // A bulk load: no replica, no refresh and no fsync per request until it is done.
-        settings: {
-          number_of_shards: 1,
-          number_of_replicas: 0,
-          refresh_interval: "-1",
-          "translog.durability": "async",
-        },
-      });
+    // The indices are named after the data (seed, rows, days, layout) and kept: a run finding them
+    // with every observation of the store in them queries them as they are, so the query phase can
+    // run on a quiet box without indexing millions of documents again (BENCH_FIND_REINDEX=1 does).
+    const indexOf = (t: string): string => `bench-find-s${SEED}-r${ROWS}-d${DAYS}-v${DATA_LAYOUT}-${t}`;
+    const indices = THING_TYPES.map(indexOf);
+    const storedOfType = (t: string): number =>
+      tablesOf(-8.64e15, 8.64e15).reduce(
+        (n, table) =>
+          n + db.prepare<[string], { n: number }>(`SELECT count(*) AS n FROM ${table} WHERE thing_type = ?`).get(t)!.n,
+        0,
+      );
+    let complete = !REINDEX;
+    for (const t of THING_TYPES) {
+      if (!complete) break;
+      const counted = await call("GET", `/${indexOf(t)}/_count`);
+      complete = counted.count === storedOfType(t);
     }
-    // The same documents from the store, bulk-indexed BULK at a time with ids of OpenSearch's own
-    // (no lookup of an existing id per document), the next request read while one is indexed;
-    // the answer filtered to its errors, so that the client does not parse an item per document.
-    const pages = tablesOf(-8.64e15, 8.64e15).map((table) =>
-      db.prepare<[number, number], { id: number; thing_type: string; doc: string }>(
-        `SELECT id, thing_type, doc FROM ${table} WHERE id > ? ORDER BY id LIMIT ?`,
-      ),
-    );
-    const bulk = async (page: { thing_type: string; doc: string }[]): Promise<void> => {
-      const lines = page.flatMap((r) => [`{"index":{"_index":"bench-find-${RUN_ID}-${r.thing_type}"}}`, r.doc]);
-      const res = await call("POST", "/_bulk?filter_path=errors,items.*.error", `${lines.join("\n")}\n`);
-      if (res.errors !== false) throw new Error(`bulk indexing failed: ${JSON.stringify(res).slice(0, 300)}`);
-    };
-    const started = performance.now();
-    let inFlight: Promise<void> = Promise.resolve();
-    for (const rows of pages) {
-      for (let after = 0; ;) {
-        const page = rows.all(after, OPENSEARCH_BULK);
-        if (page.length === 0) break;
-        after = page[page.length - 1]!.id;
-        await inFlight;
-        inFlight = bulk(page);
+    const indexing = complete ? await indexedEarlier(indices[0]!) : await indexAll();
+
+    /** Indexes every stored observation into fresh indices; answers how fast, as measured now. */
+    async function indexAll(): Promise<IndexingFigures> {
+      for (const index of indices) {
+        await call("DELETE", `/${index}`);
+        await call("PUT", `/${index}`, {
+          ...indexMapping(["latlng"]),
+          // A bulk load: no replica, no refresh and no fsync per request until it is done.
+          settings: {
+            number_of_shards: 1,
+            number_of_replicas: 0,
+            refresh_interval: "-1",
+            "translog.durability": "async",
+          },
+        });
       }
+      // The same documents from the store, bulk-indexed BULK at a time with ids of OpenSearch's own
+      // (no lookup of an existing id per document), the next request read while one is indexed;
+      // the answer filtered to its errors, so that the client does not parse an item per document.
+      const pages = tablesOf(-8.64e15, 8.64e15).map((table) =>
+        db.prepare<[number, number], { id: number; thing_type: string; doc: string }>(
+          `SELECT id, thing_type, doc FROM ${table} WHERE id > ? ORDER BY id LIMIT ?`,
+        ),
+      );
+      const bulk = async (page: { thing_type: string; doc: string }[]): Promise<void> => {
+        const lines = page.flatMap((r) => [`{"index":{"_index":"${indexOf(r.thing_type)}"}}`, r.doc]);
+        const res = await call("POST", "/_bulk?filter_path=errors,items.*.error", `${lines.join("\n")}\n`);
+        if (res.errors !== false) throw new Error(`bulk indexing failed: ${JSON.stringify(res).slice(0, 300)}`);
+      };
+      const loadBefore = loadavg()[0]!;
+      const started = performance.now();
+      let inFlight: Promise<void> = Promise.resolve();
+      for (const rows of pages) {
+        for (let after = 0; ;) {
+          const page = rows.all(after, OPENSEARCH_BULK);
+          if (page.length === 0) break;
+          after = page[page.length - 1]!.id;
+          await inFlight;
+          inFlight = bulk(page);
+        }
+      }
+      await inFlight;
+      await call("PUT", `/${indices.join(",")}/_settings`, {
+        index: { refresh_interval: "1s", "translog.durability": "request" },
+      });
+      await call("POST", "/_refresh");
+      await call("POST", "/_forcemerge?max_num_segments=1");
+      const figures: IndexingFigures = {
+        rate: Math.round(ROWS / ((performance.now() - started) / 1000)),
+        at: new Date().toISOString(),
+        load: `${loadBefore.toFixed(1)}-${loadavg()[0]!.toFixed(1)}`,
+        now: true,
+      };
+      // Kept with the index, for the runs that reuse it.
+      await call("PUT", `/${indices[0]!}/_mapping`, { _meta: { benchIndexing: figures } });
+      return figures;
     }
-    await inFlight;
-    await call("PUT", `/${indices.join(",")}/_settings`, {
-      index: { refresh_interval: "1s", "translog.durability": "request" },
-    });
-    await call("POST", "/_refresh");
-    await call("POST", "/_forcemerge?max_num_segments=1");
-    const osIndexSeconds = (performance.now() - started) / 1000;
+
+    /** The indexing figures of the run that made the indices. */
+    async function indexedEarlier(index: string): Promise<IndexingFigures> {
+      const mapping = await call("GET", `/${index}/_mapping`);
+      const meta = (mapping[index] as { mappings?: { _meta?: { benchIndexing?: IndexingFigures } } } | undefined)
+        ?.mappings?._meta?.benchIndexing;
+      return { rate: meta?.rate ?? NaN, at: meta?.at ?? "unknown", load: meta?.load ?? "unknown", now: false };
+    }
     const allDays = { range: { timestamp: { gte: new Date(START).toISOString() } } };
     const lastWeek = { range: { timestamp: { gte: new Date(START + (DAYS - 7) * DAY).toISOString() } } };
     const queries: [string, Record<string, unknown>][] = [
@@ -377,14 +406,17 @@ async function main(): Promise<void> {
       "",
       `same run, OpenSearch 2.19 single node (scripts/opensearch.sh, -Xmx1g, one shard per thing type, ${indices.length} shards, force-merged); FIND in process, OpenSearch over loopback HTTP; totals checked equal; median of ${RUNS} runs interleaved (5 for a query whose FIND run takes over ${SLOW_MS / 1000} s):`,
       "",
-      "| query | FIND ms | OpenSearch ms | FIND / OpenSearch (goal <= 1.0) | runs |",
-      "|---|---|---|---|---|",
+      "| query | FIND ms | OpenSearch ms | FIND / OpenSearch (goal <= 1.0) | runs | FIND first run ms (builds the column cache of the days no query read before) |",
+      "|---|---|---|---|---|---|",
     ];
     for (const [name, q] of queries) {
       const translated = toOpenSearch(q, new Set());
       const osSearch = async () => fromOpenSearch(await call("POST", indexPath, translated), q);
       const run = () => runFind(observationReader, planFind(q, Date.now()), { thingTypes: THING_TYPES });
+      // The first run of a query takes apart the closed days it reads that no query read before.
+      const cold = performance.now();
       const mine = run() as { hits: { total: number } };
+      const firstMs = performance.now() - cold;
       const theirs = (await osSearch()) as { hits: { total: number } };
       if (mine.hits.total !== theirs.hits.total)
         throw new Error(`${name}: FIND ${mine.hits.total} hits, OpenSearch ${theirs.hits.total}`);
@@ -404,16 +436,17 @@ async function main(): Promise<void> {
       }
       const fa = median(a);
       const fb = median(b);
-      rowsOut.push(`| ${name} | ${fa.toFixed(1)} | ${fb.toFixed(1)} | ${(fa / fb).toFixed(2)} | ${runs} |`);
+      rowsOut.push(
+        `| ${name} | ${fa.toFixed(1)} | ${fb.toFixed(1)} | ${(fa / fb).toFixed(2)} | ${runs} | ${firstMs.toFixed(0)} |`,
+      );
     }
     rowsOut.push(
       "",
       `| indexing | rate |`,
       `|---|---|`,
       `| dms store (prepared inserts, one transaction per 50k, indexes rebuilt after) | ${Math.round(ROWS / loadSeconds).toLocaleString("en")} observations/s |`,
-      `| OpenSearch (_bulk of ${OPENSEARCH_BULK.toLocaleString("en")} over loopback, one in flight while the next is read, no replica, refresh off, async translog; then refresh + force merge) | ${Math.round(ROWS / osIndexSeconds).toLocaleString("en")} observations/s |`,
+      `| OpenSearch (_bulk of ${OPENSEARCH_BULK.toLocaleString("en")} over loopback, one in flight while the next is read, no replica, refresh off, async translog; then refresh + force merge) | ${indexing.rate.toLocaleString("en")} observations/s (${indexing.now ? "this run" : `measured by the run that made the indices, ${indexing.at}; this run reused them (BENCH_FIND_REINDEX=1 indexes again)`}, load ${indexing.load}) |`,
     );
-    for (const index of indices) await call("DELETE", `/${index}`);
     return rowsOut;
   }
 
@@ -530,7 +563,7 @@ async function main(): Promise<void> {
   const header = [
     `machine: ${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores, Node ${process.version}, ${new Date().toISOString()}; load average at the start ${loadAtStart}, at the end ${loadavg()[0]!.toFixed(1)} (shared with other work)`,
     `rerun: \`${COMMAND}\`${ROWS === 5_000_000 ? "" : ` (BENCH_FIND_ROWS=${ROWS})`}`,
-    `data: ${ROWS.toLocaleString("en")} observations over ${DAYS} days, ${THING_TYPES.length} thing types x ${THINGS_PER_TYPE} things; loaded in ${loadSeconds.toFixed(1)} s (prepared insert, one transaction per 50k rows, indexes rebuilt after)`,
+    `data: ${ROWS.toLocaleString("en")} observations over ${DAYS} days, ${THING_TYPES.length} thing types x ${THINGS_PER_TYPE} things; loaded in ${loadSeconds.toFixed(1)} s (prepared insert, one transaction per 50k rows; then ${maintainSeconds.toFixed(1)} s of it: the thing index and the column cache of every closed day)`,
     `dashboard query: one day, term thingType, date_histogram 1h with avg+max of state.temp, terms thingName size 10: ${es.hits.total.toLocaleString("en")} matching observations; answers checked equal before timing; median of ${RUNS}`,
   ];
   const table = [

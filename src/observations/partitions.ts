@@ -1,5 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { Db, Migration } from "../store/index.js";
+import { DayColumns, type StoredColumns, type StoredRow } from "./columns.js";
 import type { StoredObservationInput } from "./types.js";
 
 /**
@@ -51,6 +52,8 @@ export const DAY_MS = 86_400_000;
  * devices, clock skew, a consumer catching up): its thing index is built after that.
  */
 export const CLOSE_GRACE_MS = 2 * 3_600_000;
+/** Days whose column cache a maintenance pass after a batch builds at most (a forced one builds all). */
+const COLUMN_DAYS_PER_PASS = 1;
 /** How often the writer looks for closed partitions to index. */
 const MAINTAIN_EVERY_MS = 60_000;
 
@@ -74,7 +77,55 @@ export const partitionMigrations: Migration[] = [
       CREATE TABLE observation_marks (stream TEXT PRIMARY KEY, offset INTEGER NOT NULL);
     `,
   },
+  {
+    id: "observations-partitions-002",
+    // Bumped by every delete of a day's rows short of dropping the day: a reader's column
+    // cache of the day (reader.ts) is stale then; rows added take larger ids, which it sees.
+    up: "ALTER TABLE observation_partitions ADD COLUMN deletions INTEGER NOT NULL DEFAULT 0",
+  },
+  {
+    id: "observations-partitions-003",
+    // A closed day's column cache (columns.ts), built by the writer, with the token of the rows it was built from.
+    up: "CREATE TABLE observation_columns (day INTEGER PRIMARY KEY, token TEXT NOT NULL, layout TEXT NOT NULL, data BLOB NOT NULL)",
+  },
 ];
+
+/** Prepares a statement, or answers one prepared before: the reader keeps them, the writer does not need to. */
+export type Prepare = (sql: string) => Statement;
+
+/**
+ * What a day's columns were built from: its largest id (a row stored late into a
+ * closed day takes a larger id from the shared sequence) and its count of partial
+ * deletions (retention). Undefined for a day without rows.
+ */
+export function columnsToken(prepare: Prepare, day: number): string | undefined {
+  const [maxId] = prepare(`SELECT max(id) FROM ${partitionTable(day)}`)
+    .raw(true)
+    .get() as [number | null];
+  if (maxId === null) return undefined;
+  const [deletions] = prepare("SELECT deletions FROM observation_partitions WHERE day = ?").raw(true).get(day) as [
+    number,
+  ];
+  return `${maxId}:${deletions}`;
+}
+
+/** Takes a day apart into columns, in ts order (call it inside a transaction: the count and rows must agree). */
+export function buildColumns(prepare: Prepare, day: number, tick: () => void): DayColumns {
+  const table = partitionTable(day);
+  const [count] = prepare(`SELECT count(*) FROM ${table}`).raw(true).get() as [number];
+  const rows = prepare(`SELECT id, ts, thing_type, thing_name, doc FROM ${table} ORDER BY ts`)
+    .raw(true)
+    .iterate() as IterableIterator<StoredRow>;
+  return DayColumns.build(rows, count, tick);
+}
+
+/** The columns the writer stored for a day, if built from the rows `token` names. */
+export function storedColumns(prepare: Prepare, day: number, token: string): DayColumns | undefined {
+  const row = prepare("SELECT layout, data FROM observation_columns WHERE day = ? AND token = ?")
+    .raw(false)
+    .get(day, token) as StoredColumns | undefined;
+  return row ? DayColumns.fromStored(row) : undefined;
+}
 
 /** The table of a UTC day (days since the epoch; negative before 1970). */
 export function partitionTable(day: number): string {
@@ -232,15 +283,21 @@ export class ObservationPartitions {
           deleted += this.db.prepare<[], { n: number }>(`SELECT count(*) AS n FROM ${table}`).get()!.n;
           this.db.exec(`DROP TABLE ${table}`);
           this.db.prepare("DELETE FROM observation_partitions WHERE day = ?").run(day);
+          this.db.prepare("DELETE FROM observation_columns WHERE day = ?").run(day);
         })();
         this.inserts.delete(day);
         continue;
       }
-      deleted += this.db
-        .prepare<[number, number]>(
-          `DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ts < ? ORDER BY ts LIMIT ?)`,
-        )
-        .run(cutoff, Math.max(0, limit - deleted)).changes;
+      this.db.transaction(() => {
+        const changes = this.db
+          .prepare<[number, number]>(
+            `DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ts < ? ORDER BY ts LIMIT ?)`,
+          )
+          .run(cutoff, Math.max(0, limit - deleted)).changes;
+        if (changes > 0)
+          this.db.prepare("UPDATE observation_partitions SET deletions = deletions + 1 WHERE day = ?").run(day);
+        deleted += changes;
+      })();
     }
     return deleted;
   }
@@ -256,6 +313,36 @@ export class ObservationPartitions {
     this.lastMaintained = now;
     const open = this.db.prepare<[], { day: number }>("SELECT day FROM observation_partitions WHERE indexed = 0").all();
     for (const { day } of open) if (closed(day, now)) this.indexThings(day);
+    this.storeColumns(force ? Infinity : COLUMN_DAYS_PER_PASS);
+  }
+
+  /**
+   * Stores the column cache of closed days that have none or one of rows since
+   * changed (late rows, retention), newest first, at most `days` of them: a pass
+   * after a batch takes a day's worth of parsing (about a second for 166,000
+   * rows), not every day of a store upgraded or loaded in bulk at once.
+   */
+  private storeColumns(days: number): void {
+    const prepare: Prepare = (sql) => this.db.prepare(sql);
+    const closedDays = this.db
+      .prepare<[], { day: number; token: string | null }>(
+        `SELECT p.day, c.token FROM observation_partitions p LEFT JOIN observation_columns c ON c.day = p.day
+         WHERE p.indexed = 1 ORDER BY p.day DESC`,
+      )
+      .all();
+    let built = 0;
+    for (const { day, token } of closedDays) {
+      if (built >= days) return;
+      this.db.transaction(() => {
+        const current = columnsToken(prepare, day);
+        if (current === undefined || current === token) return;
+        const { layout, data } = buildColumns(prepare, day, () => {}).toStored();
+        this.db
+          .prepare("INSERT OR REPLACE INTO observation_columns (day, token, layout, data) VALUES (?, ?, ?, ?)")
+          .run(day, current, layout, data);
+        built++;
+      })();
+    }
   }
 
   private insertStatement(day: number): Statement {

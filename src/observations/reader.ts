@@ -1,7 +1,16 @@
 import { LRUCache } from "lru-cache";
 import type { Db } from "../store/index.js";
 import type { Statement } from "better-sqlite3";
-import { partitionDays, partitionTable } from "./partitions.js";
+import { DayColumns } from "./columns.js";
+import {
+  buildColumns,
+  columnsToken,
+  dayOf,
+  partitionDays,
+  partitionTable,
+  storedColumns,
+  type Prepare,
+} from "./partitions.js";
 
 /** A stored row as FIND reads it: id, thing type, document JSON. */
 export type CandidateRow = [id: number, thingType: string, doc: string];
@@ -17,10 +26,33 @@ export interface CandidateFilter {
   thingNames?: readonly string[];
 }
 
+/**
+ * What a scan hands each candidate to. Rows of the open day (and of any day when
+ * the visitor reads whole documents) come as JSON text; rows of a closed day
+ * whose column cache answers `paths` come as their documents cut down to them.
+ */
+export interface CandidateVisitor {
+  /** The document paths the visitor reads, or undefined when it needs whole documents. */
+  readonly paths: ReadonlySet<string> | undefined;
+  row(id: number, thingType: string, json: string): void;
+  projected(id: number, thingType: string, source: Record<string, unknown>): void;
+  /** Called while long work runs (taking a day apart into columns): throws to stop it. */
+  tick(): void;
+}
+
+/** Documents by id as JSON text, read from the scan's snapshot (the hits of a page). */
+export type DocumentLoader = (ids: readonly number[]) => Map<number, string>;
+
 /** What FIND and exports read of the observation store; synchronous, so a FIND thread reads in its time budget. */
 export interface ObservationReader {
   /** Rows in the window and scope, at most `limit` (unordered). */
   candidates(f: CandidateFilter, limit: number): CandidateRow[];
+  /**
+   * Streams every candidate in the window and scope to `visitor` (unordered),
+   * then answers `finish`, in one read transaction: every day read from the
+   * same snapshot, none dropped half-way by retention.
+   */
+  scan<T>(f: CandidateFilter, visitor: CandidateVisitor, finish: (documents: DocumentLoader) => T): T;
   /** One page of an export in (ts, id) order after the given position, so a long export reads in short statements. */
   exportPage(
     scope: { thingType?: string; things?: readonly string[] },
@@ -34,8 +66,13 @@ export interface ObservationReader {
 /** SQLite integers stop at 2^63; a range open on one side is bounded by these. */
 const MIN_TS = -8_640_000_000_000_000;
 const MAX_TS = 8_640_000_000_000_000;
-/** Prepared statements kept: four shapes per day table; the days a dashboard reads again stay prepared. */
+/** Prepared statements kept: a few shapes per day table; the days a dashboard reads again stay prepared. */
 const STATEMENT_CACHE = 1024;
+/**
+ * Bytes of day columns a reader keeps (each FIND thread has its own reader): about
+ * 56 bytes a row for documents of five scalar fields, so some 5 million rows.
+ */
+export const COLUMN_CACHE_BYTES = 320 * 1024 * 1024;
 
 /**
  * Reads of the day partitions (`partitions.ts`) for FIND and exports, day by
@@ -49,9 +86,90 @@ const STATEMENT_CACHE = 1024;
 export class SqliteObservationReader implements ObservationReader {
   private readonly statements = new LRUCache<string, Statement>({ max: STATEMENT_CACHE });
   private readonly days: (from: number, to: number) => number[];
+  private readonly catalog: Statement<[number, number], CatalogDay>;
+  /**
+   * Columns of closed days, each with the token of the day it was built from: the
+   * largest id (a row stored late into a closed day takes a larger id from the
+   * shared sequence) and the day's count of deletions (retention's), so a day that
+   * changed is taken apart again rather than answered stale.
+   */
+  private readonly columns: LRUCache<number, { token: string; columns: DayColumns }>;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    { columnCacheBytes = COLUMN_CACHE_BYTES }: { columnCacheBytes?: number } = {},
+  ) {
     this.days = partitionDays(db);
+    this.catalog = db.prepare(
+      "SELECT day, indexed FROM observation_partitions WHERE day >= ? AND day <= ? ORDER BY day",
+    );
+    this.columns = new LRUCache({ maxSize: columnCacheBytes, sizeCalculation: (c) => Math.max(1, c.columns.bytes) });
+  }
+
+  scan<T>(f: CandidateFilter, visitor: CandidateVisitor, finish: (documents: DocumentLoader) => T): T {
+    return this.db.transaction(() => {
+      this.scanDays(f, visitor);
+      return finish((ids) => this.documents(ids, f));
+    })();
+  }
+
+  private scanDays(f: CandidateFilter, visitor: CandidateVisitor): void {
+    const names = f.thingNames;
+    const lists = names ? [JSON.stringify(f.thingTypes), JSON.stringify(names)] : [JSON.stringify(f.thingTypes)];
+    const from = clamp(f.tsFrom);
+    const to = clamp(f.tsTo);
+    if (from > to) return;
+    for (const { day, indexed } of this.catalog.all(dayOf(from), dayOf(to))) {
+      // Only a closed day's columns are kept: the open day takes rows all the time.
+      const paths = visitor.paths;
+      const columns = paths && indexed === 1 ? this.columnsOf(day, visitor) : undefined;
+      const projection = columns?.projection(paths!);
+      if (columns && projection) {
+        const types = DayColumns.mask(columns.thingTypes, f.thingTypes);
+        const things = names ? DayColumns.mask(columns.thingNames, names) : undefined;
+        const end = columns.firstRow(to, false);
+        for (let r = columns.firstRow(from, true); r < end; r++) {
+          const type = columns.thingType[r]!;
+          if (types[type] === 0 || (things && things[columns.thingName[r]!] === 0)) continue;
+          visitor.projected(columns.id[r]!, columns.thingTypes[type]!, columns.project(projection, r));
+        }
+        continue;
+      }
+      const stmt = this.statement(`s:${names ? "names" : "types"}:${day}`, () => {
+        const sql = `SELECT id, thing_type, doc FROM ${partitionTable(day)} WHERE ts >= ? AND ts <= ? AND thing_type IN ${LIST}`;
+        return names ? `${sql} AND thing_name IN ${LIST}` : sql;
+      });
+      for (const [id, thingType, json] of stmt.iterate(from, to, ...lists) as IterableIterator<CandidateRow>)
+        visitor.row(id, thingType, json);
+    }
+  }
+
+  /**
+   * The columns of a closed day: kept from an earlier scan of the same rows, or as
+   * the writer stored them, or else taken apart here (within the query's budget).
+   */
+  private columnsOf(day: number, visitor: CandidateVisitor): DayColumns | undefined {
+    const prepare: Prepare = (sql) => this.statement(sql, () => sql);
+    const token = columnsToken(prepare, day);
+    if (token === undefined) return undefined;
+    const kept = this.columns.get(day);
+    if (kept?.token === token) return kept.columns;
+    const columns = storedColumns(prepare, day, token) ?? buildColumns(prepare, day, () => visitor.tick());
+    this.columns.set(day, { token, columns });
+    return columns;
+  }
+
+  /** Documents of the window by id: a page of hits whose documents the scan cut down. */
+  private documents(ids: readonly number[], f: CandidateFilter): Map<number, string> {
+    const out = new Map<number, string>();
+    if (ids.length === 0) return out;
+    const list = JSON.stringify(ids);
+    for (const day of this.days(clamp(f.tsFrom), clamp(f.tsTo))) {
+      const stmt = this.statement(`d:${day}`, () => `SELECT id, doc FROM ${partitionTable(day)} WHERE id IN ${LIST}`);
+      for (const [id, doc] of stmt.all(list) as [number, string][]) out.set(id, doc);
+      if (out.size === ids.length) break;
+    }
+    return out;
   }
 
   /** In one read transaction: every day read from the same snapshot, none dropped half-way by retention. */
@@ -118,6 +236,12 @@ export class SqliteObservationReader implements ObservationReader {
     }
     return stmt;
   }
+}
+
+interface CatalogDay {
+  day: number;
+  /** 1 once the day has closed (its thing index is built). */
+  indexed: number;
 }
 
 /** A list bound as one JSON array parameter. */

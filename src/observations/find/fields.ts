@@ -16,7 +16,40 @@ export interface Doc {
 /** All values of a dotted field path, arrays flattened, as ES sees a multi-valued field. */
 export type Accessor = (doc: Doc) => unknown[];
 
+/**
+ * The fields of the documents a request reads, noted while it is planned: every
+ * read of a document's fields goes through `accessor` or `geoAccessor`, so a
+ * document cut down to these paths (`projectSource`, the column cache) answers
+ * every test and aggregation of the request as the whole document does.
+ * `wholeSource` is set by what returns documents themselves (`top_hits`).
+ */
+export interface FieldUse {
+  paths: Set<string>;
+  wholeSource: boolean;
+}
+
+/** The use being noted: planning is synchronous, so one at a time. */
+let noting: FieldUse | undefined;
+
+/** Runs `plan` and answers what it made with the fields its accessors read. */
+export function notingFields<T>(plan: () => T): [T, FieldUse] {
+  const use: FieldUse = { paths: new Set(), wholeSource: false };
+  const outer = noting;
+  noting = use;
+  try {
+    return [plan(), use];
+  } finally {
+    noting = outer;
+  }
+}
+
+/** Notes that the request answers documents' sources (`top_hits`): they cannot be cut down. */
+export function noteWholeSource(): void {
+  if (noting) noting.wholeSource = true;
+}
+
 export function accessor(path: string): Accessor {
+  noting?.paths.add(path);
   const keys = path.split(".");
   if (keys.length === 1) {
     const k = keys[0]!;
@@ -108,6 +141,7 @@ export function toGeoPoint(v: unknown): GeoPoint | undefined {
 
 /** Geo values of a field: a bare [lon, lat] pair is one point, not two numbers. */
 export function geoAccessor(path: string): (doc: Doc) => GeoPoint[] {
+  noting?.paths.add(path);
   const keys = path.split(".");
   return (doc) => {
     let v: unknown = doc.source;

@@ -39,11 +39,16 @@ export interface FindRunnerOptions {
 const HARD_STOP_GRACE_MS = 1000;
 /** Requests waiting for a thread; each also leaves at its deadline, so this is a memory bound only. */
 const MAX_QUEUE = 1000;
+/**
+ * How long an idle FIND thread lives: its reader keeps the column cache of the
+ * closed days it read (reader.ts), which a new thread takes apart again.
+ */
+const THREAD_IDLE_MS = 15 * 60_000;
 /** Nice increment of FIND threads: the engine and the HTTP loop come first when the CPU is short. */
 const NICE_INCREMENT = 10;
 /**
- * Heap of one FIND thread: the candidates of a query are held parsed, up to
- * MAX_CANDIDATES of them. A query past it ends its thread, not the process.
+ * Heap of one FIND thread: the matches of a query are held, up to MAX_MATCHES of
+ * them, cut down to the fields the query reads. A query past it ends its thread, not the process.
  */
 const THREAD_HEAP_MB = 3072;
 
@@ -77,7 +82,7 @@ function threaded({ file, threads, budgetMs }: FindRunnerOptions): FindRunner {
     filename: fileURLToPath(new URL("./worker.mjs", import.meta.url)),
     minThreads: 0,
     maxThreads: threads,
-    idleTimeout: 60_000,
+    idleTimeout: THREAD_IDLE_MS,
     maxQueue: MAX_QUEUE,
     workerData,
     resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },

@@ -1,8 +1,8 @@
 import { required } from "../../errors/index.js";
-import type { ObservationReader } from "../reader.js";
+import type { DocumentLoader, ObservationReader } from "../reader.js";
 import { compileAggs, type Agg, type AggContext } from "./aggs/index.js";
 import { badQuery, intAt, isObject, type Json } from "./errors.js";
-import type { Doc } from "./fields.js";
+import { notingFields, type Doc, type FieldUse } from "./fields.js";
 import { compileSort, compileSource, hitOf, sortValuesOf, type Sorter } from "./hits.js";
 import { FIND_LIMITS, QueryBudget, checkJsonDepth, overLimit, type TimeBudget } from "./limits.js";
 import { compileQuery, newPushdown, type Matcher, type Pushdown } from "./query.js";
@@ -13,10 +13,13 @@ const MATCH_ALL: Matcher = { test: () => true, score: () => 1 };
 /** The request keys FIND understands; anything else is refused by name. */
 const REQUEST_KEYS = ["query", "aggs", "aggregations", "size", "from", "sort", "_source", "track_scores", "timeout"];
 /**
- * Observations one FIND may read. Every candidate is held parsed while the
- * aggregations run, so this bounds the memory of a query.
+ * Observations one FIND may match. Candidates stream through the query one at a
+ * time (a query may read any number of them within its time budget), but every
+ * match is held while the aggregations and the sort of the hits run: this bounds
+ * a query's memory. A match holds only the fields the request reads (some 200
+ * bytes for a dashboard's two or three), its whole document when `top_hits` answers it.
  */
-export const MAX_CANDIDATES = 1_000_000;
+export const MAX_MATCHES = 3_000_000;
 
 /** A FIND request planned once: what to read, how to test, what to answer. */
 export interface FindPlan {
@@ -32,6 +35,8 @@ export interface FindPlan {
   source: (s: Record<string, unknown>) => Record<string, unknown> | undefined;
   /** Counts buckets and time while the plan runs. */
   budget: QueryBudget;
+  /** The document fields the query, aggregations and sort read: all a match needs to keep. */
+  fields: FieldUse;
 }
 
 /**
@@ -51,11 +56,14 @@ export function planFind(request: unknown, now: number, { requireTimestamp = tru
     throw badQuery("a [range] on [timestamp] with [gte] is required");
   const pushdown = newPushdown();
   const budget = new QueryBudget();
-  const matcher = request.query === undefined ? MATCH_ALL : compileQuery(request.query, { now, pushdown }, true, false);
-  if (requireTimestamp && !pushdown.hasTimestampGte)
-    throw badQuery("a [range] on [timestamp] with [gte] is required in a must or filter clause");
   const aggContext: AggContext = { now, budget, search: { shards: 1 } };
-  const aggs = compileAggs(request.aggs ?? request.aggregations, aggContext);
+  const [[matcher, aggs, sorter], fields] = notingFields(() => {
+    const matcher =
+      request.query === undefined ? MATCH_ALL : compileQuery(request.query, { now, pushdown }, true, false);
+    if (requireTimestamp && !pushdown.hasTimestampGte)
+      throw badQuery("a [range] on [timestamp] with [gte] is required in a must or filter clause");
+    return [matcher, compileAggs(request.aggs ?? request.aggregations, aggContext), compileSort(request.sort)] as const;
+  });
   const size = request.size === undefined ? 10 : intAt(request.size, "size");
   const from = request.from === undefined ? 0 : intAt(request.from, "from");
   if (from + size > FIND_LIMITS.resultWindow)
@@ -72,7 +80,8 @@ export function planFind(request: unknown, now: number, { requireTimestamp = tru
     aggContext,
     size,
     from,
-    sorter: compileSort(request.sort),
+    sorter,
+    fields,
     trackScores: request.track_scores === true,
     source: compileSource(request._source),
   };
@@ -84,14 +93,17 @@ export interface FindScope {
 }
 
 /**
- * Runs a plan over the store and answers exactly as Elasticsearch 5.6 does.
+ * Runs a plan over the store and answers exactly as Elasticsearch 5.6 does:
+ * the candidates stream through the query, the matches are kept (at most
+ * `maxMatches`, cut down to the fields the request reads) for the aggregations
+ * and the hits, whose documents are read whole again for the page only.
  * With a time budget, a run that takes longer stops with INVALID_ARGUMENTS.
  */
 export function runFind(
   reader: ObservationReader,
   plan: FindPlan,
   scope: FindScope,
-  limit = MAX_CANDIDATES,
+  maxMatches = MAX_MATCHES,
   time?: TimeBudget,
 ): Json {
   const started = performance.now();
@@ -101,30 +113,82 @@ export function runFind(
   const types = p.thingTypes ? scope.thingTypes.filter((t) => p.thingTypes!.has(t)) : scope.thingTypes;
   const matches: Doc[] = [];
   const empty = types.length === 0 || p.tsFrom > p.tsTo || (p.thingNames !== undefined && p.thingNames.size === 0);
-  if (!empty) {
-    const rows = reader.candidates(
-      {
-        tsFrom: p.tsFrom,
-        tsTo: p.tsTo,
-        thingTypes: types,
-        thingNames: p.thingNames ? [...p.thingNames] : undefined,
+  if (empty) return answer(matches, plan, scope.thingTypes.length, started);
+  const m = plan.matcher;
+  const paths = plan.fields.wholeSource ? undefined : plan.fields.paths;
+  // A `__proto__` key cannot be copied as data: such a request keeps whole documents.
+  const cut = paths && ![...paths].some((p) => p.includes("__proto__")) ? sourceCutter(paths) : undefined;
+  const keep = (doc: Doc): void => {
+    if (!m.test(doc)) return;
+    doc.score = m.score(doc);
+    if (matches.length === maxMatches)
+      throw badQuery(
+        `more than ${maxMatches.toLocaleString("en")} observations match: narrow the timestamp range, the thing types or the query`,
+      );
+    if (cut) doc.source = cut(doc.source);
+    matches.push(doc);
+  };
+  const filter = {
+    tsFrom: p.tsFrom,
+    tsTo: p.tsTo,
+    thingTypes: types,
+    thingNames: p.thingNames ? [...p.thingNames] : undefined,
+  };
+  return reader.scan(
+    filter,
+    {
+      paths,
+      tick: () => budget.tick(),
+      row: (id, thingType, json) => {
+        budget.tick();
+        keep({ id, thingType, source: JSON.parse(json) as Record<string, unknown>, score: 0 });
       },
-      limit + 1,
-    );
-    if (rows.length > limit) {
-      throw badQuery(`it would read more than ${limit} observations: narrow the timestamp range or the thing types`);
+      projected: (id, thingType, source) => {
+        budget.tick();
+        keep({ id, thingType, source, score: 0 });
+      },
+    },
+    (documents) => answer(matches, plan, scope.thingTypes.length, started, paths ? documents : undefined),
+  );
+}
+
+/**
+ * A match cut down to what the request reads of it, exactly: the top-level keys
+ * its paths start with, and of a plain object under such a key only the keys its
+ * paths go on with, each whole. Every read of the request follows one of the
+ * paths, so it finds in the cut document what it finds in the whole one.
+ */
+function sourceCutter(paths: ReadonlySet<string>): (source: Record<string, unknown>) => Record<string, unknown> {
+  /** Per top-level key, the second keys read below it, or undefined where the key itself is read. */
+  const tree = new Map<string, Set<string> | undefined>();
+  for (const path of paths) {
+    const dot = path.indexOf(".");
+    const top = dot === -1 ? path : path.slice(0, dot);
+    if (dot === -1) {
+      tree.set(top, undefined);
+      continue;
     }
-    budget.tick();
-    const m = plan.matcher;
-    for (const [id, thingType, json] of rows) {
-      budget.tick();
-      const doc: Doc = { id, thingType, source: JSON.parse(json) as Record<string, unknown>, score: 0 };
-      if (!m.test(doc)) continue;
-      doc.score = m.score(doc);
-      matches.push(doc);
-    }
+    const next = path.slice(dot + 1).split(".")[0]!;
+    if (!tree.has(top)) tree.set(top, new Set([next]));
+    else tree.get(top)?.add(next);
   }
-  return answer(matches, plan, scope.thingTypes.length, started);
+  const plan = [...tree];
+  return (source) => {
+    const out: Record<string, unknown> = {};
+    for (const [top, below] of plan) {
+      if (!Object.hasOwn(source, top)) continue;
+      const v = source[top];
+      if (below === undefined || v === null || typeof v !== "object" || Array.isArray(v)) {
+        out[top] = v;
+        continue;
+      }
+      const inner: Record<string, unknown> = {};
+      const o = v as Record<string, unknown>;
+      for (const k of below) if (Object.hasOwn(o, k)) inner[k] = o[k];
+      out[top] = inner;
+    }
+    return out;
+  };
 }
 
 /**
@@ -149,8 +213,9 @@ export function searchDocs(plan: FindPlan, docs: readonly Doc[], shards: number,
   return answer(matches, plan, shards, started);
 }
 
-function answer(matches: Doc[], plan: FindPlan, shards: number, started: number): Json {
-  const hits = pageOf(matches, plan);
+/** `documents` reads the whole documents of the page's hits when the matches hold them cut down. */
+function answer(matches: Doc[], plan: FindPlan, shards: number, started: number, documents?: DocumentLoader): Json {
+  const hits = pageOf(matches, plan, documents);
   const response: Json = {
     took: 0,
     timed_out: false,
@@ -181,12 +246,21 @@ function maxScore(matches: Doc[], plan: FindPlan): number | null {
   return max;
 }
 
-function pageOf(matches: Doc[], plan: FindPlan): Json[] {
+function pageOf(matches: Doc[], plan: FindPlan, documents: DocumentLoader | undefined): Json[] {
   if (plan.size === 0 || plan.from >= matches.length) return [];
   const sorter = plan.sorter;
   const compare = sorter ? sorter.compare : (a: Doc, b: Doc) => b.score - a.score || a.id - b.id;
   const page = [...matches].sort(compare).slice(plan.from, plan.from + plan.size);
   const withScore = scored(plan);
   const sortValues = sorter && !sorter.byScore ? sortValuesOf(sorter, page, matches) : undefined;
-  return page.map((d, i) => hitOf(d, withScore ? d.score : null, plan.source, sortValues?.[i]));
+  const whole = documents?.(page.map((d) => d.id));
+  return page.map((d, i) => {
+    let doc = d;
+    if (whole) {
+      const json = whole.get(d.id);
+      if (json === undefined) throw new Error(`observation ${d.id} is missing from the snapshot it matched in`);
+      doc = { ...d, source: JSON.parse(json) as Record<string, unknown> };
+    }
+    return hitOf(doc, withScore ? d.score : null, plan.source, sortValues?.[i]);
+  });
 }

@@ -23,12 +23,17 @@ export interface EngineAnswer {
 
 const isObject = (v: unknown): v is Json => v !== null && typeof v === "object" && !Array.isArray(v);
 
-/** dms: an in-memory store with the documents (row ids 1..n), searched by FIND over every thing type. */
-export function dmsEngine(docs: readonly ObservationDoc[], now: number) {
+/**
+ * dms: an in-memory store with the documents (row ids 1..n), searched by FIND over every
+ * thing type. `closed`: the days are maintained as closed days are, so that FIND reads
+ * them from their column cache wherever a query's fields allow it.
+ */
+export function dmsEngine(docs: readonly ObservationDoc[], now: number, { closed = false } = {}) {
   const db = openDatabase({ dataDir: ":memory:", migrations });
   const { store, reader } = openObservations({ dataDir: ":memory:", db, writerThread: false });
-  // In memory the store writes on this thread, before insertBatch returns.
+  // In memory the store writes on this thread, before insertBatch and maintain return.
   void store.insertBatch(docs.map((document) => ({ document })));
+  if (closed) void store.maintain();
   return {
     search(request: unknown): EngineAnswer {
       try {

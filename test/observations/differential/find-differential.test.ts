@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OPENSEARCH_START_TIMEOUT_MS, startOpenSearch } from "../../support/opensearch.js";
 import { generate } from "./data.js";
-import { differences, dmsEngine, fromOpenSearch, openSearchEngine, toOpenSearch } from "./engines.js";
+import {
+  differences,
+  dmsEngine,
+  fromOpenSearch,
+  openSearchEngine,
+  toOpenSearch,
+  type EngineAnswer,
+} from "./engines.js";
 import { CORPUS, GEO_FIELDS, REFUSALS } from "./queries.js";
 
 /**
@@ -22,6 +29,14 @@ const DOCS = Number(process.env.FIND_DIFFERENTIAL_DOCS ?? 10_000);
 describe("FIND answers what OpenSearch answers", () => {
   const docs = generate(DOCS);
   const dms = dmsEngine(docs, Date.now());
+  /** The same documents in days closed since (the data set's days are past): read from their columns. */
+  const dmsClosed = dmsEngine(docs, Date.now(), { closed: true });
+  /** The same answer from the rows and from the column cache, to the last digit (`took` aside). */
+  const sameFromColumns = (request: unknown, fromRows: EngineAnswer): void => {
+    const fromColumns = dmsClosed.search(request);
+    expect(fromColumns.status).toBe(fromRows.status);
+    expect({ ...fromColumns.body, took: 0 }).toEqual({ ...fromRows.body, took: 0 });
+  };
   let os: Awaited<ReturnType<typeof openSearchEngine>>;
 
   beforeAll(async () => {
@@ -30,6 +45,7 @@ describe("FIND answers what OpenSearch answers", () => {
   }, OPENSEARCH_START_TIMEOUT_MS);
   afterAll(async () => {
     dms.close();
+    dmsClosed.close();
     await os?.close();
   });
 
@@ -44,6 +60,7 @@ describe("FIND answers what OpenSearch answers", () => {
       expect(theirs.status, JSON.stringify(theirs.body).slice(0, 600)).toBe(200);
       expect(mine.status, JSON.stringify(mine.body)).toBe(200);
       expect(differences(mine.body, fromOpenSearch(theirs.body, translated), { ignore: c.ignore })).toEqual([]);
+      sameFromColumns(c.request, mine);
     });
   });
 
@@ -57,6 +74,7 @@ describe("FIND answers what OpenSearch answers", () => {
       expect(mine.status).toBe(400);
       expect(mine.body.error).toBe("INVALID_ARGUMENTS");
       expect(String(mine.body.message)).toContain(c.names);
+      sameFromColumns(c.request, mine);
     });
   });
 

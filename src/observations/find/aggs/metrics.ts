@@ -4,7 +4,7 @@
  */
 import { UTC } from "../dates.js";
 import { badQuery, intAt, numberAt, onlyKeys, stringAt, type Json } from "../errors.js";
-import { accessor, geoAccessor, javaDouble, quantize, type Doc, type GeoPoint } from "../fields.js";
+import { accessor, geoAccessor, javaDouble, noteWholeSource, quantize, type Doc, type GeoPoint } from "../fields.js";
 import { compileSort, compileSource, hitOf, sortValuesOf } from "../hits.js";
 import { FIND_LIMITS, overLimit } from "../limits.js";
 import type { Builder, Output } from "./types.js";
@@ -247,6 +247,7 @@ const topHits: Builder = (body, b) => {
     );
   const sorter = compileSort(body.sort);
   const source = compileSource(body._source);
+  noteWholeSource();
   const trackScores = body.track_scores === true;
   return (docs) => {
     const sorted = [...docs].sort(sorter ? sorter.compare : (x, y) => y.score - x.score || x.id - y.id);
