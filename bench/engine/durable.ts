@@ -13,7 +13,11 @@ import {
   type ThingResolver,
 } from "../../src/engine/index.js";
 import { migrations } from "../../src/migrations.js";
-import { openObservations, type StoredObservationInput } from "../../src/observations/index.js";
+import {
+  openObservations,
+  type OpenedObservations,
+  type StoredObservationInput,
+} from "../../src/observations/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { openDatabase, startCheckpointer } from "../../src/store/index.js";
 
@@ -25,6 +29,8 @@ export interface DurableFigures {
   durableRate: number;
   /** The store path alone: batches handed to the writer thread back to back, rows stored per second. */
   storeRate: number;
+  /** The variants asked for, in the same blocks. */
+  variants: { name: string; rate: number }[];
 }
 
 /** Chunks handed over before the first is handled, as the Kafka source does. */
@@ -46,24 +52,18 @@ export async function runDurable(
   warm: number,
   measured: number,
   chunkSize: number,
+  /** More durable engines, each on a data directory of its own, in the same blocks: in-run A/B of a store option. */
+  variants: readonly DurableVariant[] = [],
 ): Promise<DurableFigures> {
-  const dir = mkdtempSync(join(tmpdir(), "dms-bench-engine-"));
   const discard = { accept: async (_: TriggeredAction[]): Promise<void> => {} };
   const clock = (): number => 1_763_000_000_000;
+  const opened: OpenedDurable[] = [];
   try {
-    const db = openDatabase({ dataDir: dir, migrations });
-    const checkpointer = startCheckpointer(db);
-    const observations = openObservations({ dataDir: dir, db, writerThread: true });
-    const durable = new RuleEngine({
-      resolveThing,
-      state: new SqliteStateStore(db),
-      sink: discard,
-      observations: observations.store,
-      deadLetters: new SqliteDeadLetterStore(db),
-      clock,
-    });
+    const main = openDurable({ name: "durable", writerThread: true }, rules, resolveThing, discard, clock);
+    opened.push(main);
+    for (const v of variants) opened.push(openDurable(v, rules, resolveThing, discard, clock));
+    const observations = main.observations;
     const memory = new RuleEngine({ resolveThing, state: new MemoryStateStore(), sink: discard, clock });
-    durable.load(rules);
     memory.load(rules);
     const feed = async (engine: RuleEngine, start: number, end: number): Promise<void> => {
       const inFlight: Promise<unknown>[] = [];
@@ -74,17 +74,18 @@ export async function runDurable(
       await Promise.all(inFlight);
     };
     await feed(memory, 0, warm);
-    await feed(durable, 0, warm);
+    for (const o of opened) await feed(o.engine, 0, warm);
     let memorySeconds = 0;
-    let durableSeconds = 0;
     for (let start = warm; start < warm + measured; start += BLOCK) {
       const end = Math.min(warm + measured, start + BLOCK);
       const t0 = performance.now();
       await feed(memory, start, end);
-      const t1 = performance.now();
-      await feed(durable, start, end);
-      memorySeconds += (t1 - t0) / 1000;
-      durableSeconds += (performance.now() - t1) / 1000;
+      memorySeconds += (performance.now() - t0) / 1000;
+      for (const o of opened) {
+        const t1 = performance.now();
+        await feed(o.engine, start, end);
+        o.seconds += (performance.now() - t1) / 1000;
+      }
     }
 
     // The store path alone: the rows of the measured observations again, as new rows (no stream marks).
@@ -104,16 +105,67 @@ export async function runDurable(
     await Promise.all(rows.map((batch) => observations.store.insertBatch(batch.map(({ document }) => ({ document })))));
     const storeSeconds = (performance.now() - t0) / 1000;
 
-    await observations.close();
-    await checkpointer.stop();
-    db.close();
     return {
       observations: measured,
       memoryRate: measured / memorySeconds,
-      durableRate: measured / durableSeconds,
+      durableRate: measured / main.seconds,
       storeRate: measured / storeSeconds,
+      variants: opened.slice(1).map((o) => ({ name: o.name, rate: measured / o.seconds })),
     };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    for (const o of opened) await o.close();
   }
+}
+
+/** A durable engine set up otherwise than the service's. */
+export interface DurableVariant {
+  name: string;
+  /** The state's writer thread (false: the state flushed on the engine's thread). */
+  writerThread: boolean;
+}
+
+interface OpenedDurable {
+  name: string;
+  engine: RuleEngine;
+  observations: OpenedObservations;
+  /** Time spent in the measured blocks. */
+  seconds: number;
+  close(): Promise<void>;
+}
+
+/** A durable engine as the service runs it, on a data directory of its own: observation store, state and dead letters. */
+function openDurable(
+  variant: DurableVariant,
+  rules: readonly Rule[],
+  resolveThing: ThingResolver,
+  sink: { accept(actions: TriggeredAction[]): Promise<void> },
+  clock: () => number,
+): OpenedDurable {
+  const dir = mkdtempSync(join(tmpdir(), "dms-bench-engine-"));
+  const db = openDatabase({ dataDir: dir, migrations });
+  const checkpointer = startCheckpointer(db);
+  const observations = openObservations({ dataDir: dir, db, writerThread: true });
+  const state = new SqliteStateStore(db, { writerThread: variant.writerThread });
+  const engine = new RuleEngine({
+    resolveThing,
+    state,
+    sink,
+    observations: observations.store,
+    deadLetters: new SqliteDeadLetterStore(db),
+    clock,
+  });
+  engine.load(rules);
+  return {
+    name: variant.name,
+    engine,
+    observations,
+    seconds: 0,
+    async close() {
+      await observations.close();
+      await state.close();
+      await checkpointer.stop();
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -138,9 +138,11 @@ async function engineRun(
   const checkpointer = startCheckpointer(db);
   // As the service runs it: observations in their own file, written by a thread of their own.
   const observations = durable ? openObservations({ dataDir: dir, db, writerThread: true }) : undefined;
+  // As the service runs it: the state written by a thread of its own.
+  const state = durable ? new SqliteStateStore(db, { writerThread: true }) : new MemoryStateStore();
   const engine = new RuleEngine({
     resolveThing,
-    state: durable ? new SqliteStateStore(db) : new MemoryStateStore(),
+    state,
     sink,
     observations: observations?.store,
     deadLetters: new SqliteDeadLetterStore(db),
@@ -165,6 +167,7 @@ async function engineRun(
   while (!until() && !(consumeTopic === topic && seen >= N)) await new Promise((r) => setTimeout(r, 20));
   await source.stop();
   await observations?.close();
+  if (state instanceof SqliteStateStore) await state.close();
   await checkpointer.stop();
   db.close();
   rmSync(dir, { recursive: true, force: true });

@@ -85,9 +85,11 @@ export function createEngineService(deps: EngineDeps): EngineService {
     };
   };
 
+  // Written by a thread of its own (a database in memory: on this thread).
+  const state = new SqliteStateStore(db, { writerThread: true });
   const engine = new RuleEngine({
     resolveThing,
-    state: new SqliteStateStore(db),
+    state,
     sink: deps.sink,
     observations: deps.observations,
     deadLetters,
@@ -211,6 +213,8 @@ export function createEngineService(deps: EngineDeps): EngineService {
       await consuming;
       await kafka?.stop();
       await http.stop();
+      // Every batch handed over is done; the writer thread ends (a start after this makes another).
+      await state.close();
       kafkaReady?.waiting("stopped");
       for (const off of unsubscribe.splice(0)) off();
     },
