@@ -259,9 +259,11 @@ async function durableOnly(
   startLoad: string,
 ): Promise<void> {
   // Beside the service's durable engine, one that flushes its state on the engine's thread (as before issue 15 §2).
-  const durable = await durableRun(w, data, resolveThing, [
-    { name: "state flushed on the engine's thread", writerThread: false },
-  ]);
+  const variants: DurableVariant[] = [{ name: "state flushed on the engine's thread", writerThread: false }];
+  // ENGINE_IN_FLIGHT=8: one more durable engine, fed with that many chunks in flight.
+  const inFlight = Number(process.env.ENGINE_IN_FLIGHT ?? 0);
+  if (inFlight > 0) variants.push({ name: `${inFlight} chunks in flight`, writerThread: true, inFlight });
+  const durable = await durableRun(w, data, resolveThing, variants);
   console.log(
     [
       header(
@@ -277,9 +279,11 @@ async function durableOnly(
             "durable engine / in-memory engine (same observations, block by block)",
             `${ratio(durable.durableRate, durable.memoryRate)} (${fmt(durable.durableRate)} / ${fmt(durable.memoryRate)})`,
           ],
-          ...durable.variants.map((v) => [
-            `${v.name} / in-memory engine`,
-            `${ratio(v.rate, durable.memoryRate)} (${fmt(v.rate)})`,
+          ["the durable engine's thread on a core", `${fmt(100 * durable.durableBusy)} %`],
+          ["the in-memory engine's thread on a core", `${fmt(100 * durable.memoryBusy)} %`],
+          ...durable.variants.flatMap((v) => [
+            [`${v.name} / in-memory engine`, `${ratio(v.rate, durable.memoryRate)} (${fmt(v.rate)})`],
+            [`${v.name}: the engine's thread on a core`, `${fmt(100 * v.busy)} %`],
           ]),
           ["observations stored per second by the store path alone", fmt(durable.storeRate)],
         ],

@@ -1,5 +1,5 @@
 import type { Db, Migration } from "../../store/index.js";
-import { isLive, type ThingState } from "./store.js";
+import { isLive, type ThingState, type ThresholdState } from "./store.js";
 import { MemoryStateStore } from "./memory.js";
 import { emptyRows, stateWriter, type StateRows } from "./rows.js";
 import { StateWriter } from "./writer.js";
@@ -123,13 +123,35 @@ export class SqliteStateStore extends MemoryStateStore {
   }
 }
 
-/** A thing's row: its document holds the state, the nested objects and the live thresholds. */
+/**
+ * A thing's document: its state, its nested objects and its live thresholds. The thresholds
+ * go flat, five values an entry (ruleId, count, lastFiredAt, lastSeq, version; null where the
+ * entry has none): the JSON of an object per entry was the larger part of the engine thread's
+ * work on a flush, and of the bytes written. Documents of earlier versions hold an object per
+ * entry; `fromRow` reads both.
+ */
+interface StateDoc {
+  state: Record<string, unknown>;
+  nested?: ThingState["nested"];
+  thresholds?: (string | number | null)[] | ThresholdState[];
+}
+
+/** Values per threshold entry in a document's flat list. */
+const ENTRY = 5;
+
 function addRow(rows: StateRows, t: ThingState): void {
-  const doc: Pick<ThingState, "state" | "nested" | "thresholds"> = { state: t.state };
+  const doc: StateDoc = { state: t.state };
   if (t.nested) doc.nested = t.nested;
-  // Inert entries are the engine's spare slots: no entry means the same.
-  const live = t.thresholds?.filter(isLive);
-  if (live?.length) doc.thresholds = live;
+  const list = t.thresholds;
+  if (list !== undefined) {
+    let flat: (string | number | null)[] | undefined;
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i]!;
+      // Inert entries are the engine's spare slots: no entry means the same.
+      if (isLive(e)) (flat ??= []).push(e.ruleId, e.count, e.lastFiredAt, e.lastSeq ?? null, e.version ?? null);
+    }
+    if (flat !== undefined) doc.thresholds = flat;
+  }
   rows.thingName.push(t.thingName);
   rows.ts.push(t.timestamp);
   rows.seq.push(t.seq ?? 0);
@@ -139,13 +161,30 @@ function addRow(rows: StateRows, t: ThingState): void {
 }
 
 function fromRow(r: ThingRow): ThingState {
-  const doc = JSON.parse(r.doc) as Pick<ThingState, "state" | "nested" | "thresholds">;
+  const doc = JSON.parse(r.doc) as StateDoc;
   const state: ThingState = { thingName: r.thing_name, timestamp: r.ts, state: doc.state, seq: r.seq };
   if (doc.nested) state.nested = doc.nested;
-  if (doc.thresholds) state.thresholds = doc.thresholds;
+  if (doc.thresholds?.length) state.thresholds = thresholdsOf(doc.thresholds);
   if (r.last_source !== null && r.last_offset !== null) {
     state.lastSource = r.last_source;
     state.lastOffset = r.last_offset;
   }
   return state;
+}
+
+function thresholdsOf(stored: NonNullable<StateDoc["thresholds"]>): ThresholdState[] {
+  if (typeof stored[0] === "object") return stored as ThresholdState[];
+  const flat = stored as (string | number | null)[];
+  const list: ThresholdState[] = [];
+  for (let i = 0; i + ENTRY <= flat.length; i += ENTRY) {
+    const e: ThresholdState = {
+      ruleId: flat[i] as string,
+      count: flat[i + 1] as number,
+      lastFiredAt: flat[i + 2] as number,
+    };
+    if (flat[i + 3] !== null) e.lastSeq = flat[i + 3] as number;
+    if (flat[i + 4] !== null) e.version = flat[i + 4] as number;
+    list.push(e);
+  }
+  return list;
 }
