@@ -9,6 +9,7 @@ import {
   MemoryStateStore,
   RuleEngine,
   SqliteStateStore,
+  STATE_WRITER_THREAD,
   type RawObservation,
   type ThingResolver,
 } from "../../src/engine/index.js";
@@ -63,7 +64,13 @@ export async function runDurable(
   const clock = (): number => 1_763_000_000_000;
   const opened: OpenedDurable[] = [];
   try {
-    const main = openDurable({ name: "durable", writerThread: true }, rules, resolveThing, discard, clock);
+    const main = openDurable(
+      { name: "durable", writerThread: STATE_WRITER_THREAD },
+      rules,
+      resolveThing,
+      discard,
+      clock,
+    );
     opened.push(main);
     for (const v of variants) opened.push(openDurable(v, rules, resolveThing, discard, clock));
     const observations = main.observations;

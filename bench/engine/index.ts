@@ -15,6 +15,7 @@ import {
   MemoryStateStore,
   readGeoPoint,
   RuleEngine,
+  STATE_WRITER_THREAD,
   type EngineOptions,
   type RawObservation,
   type ThingInfo,
@@ -258,11 +259,16 @@ async function durableOnly(
   resolveThing: (name: string) => ThingInfo | undefined,
   startLoad: string,
 ): Promise<void> {
-  // Beside the service's durable engine, one that flushes its state on the engine's thread (as before issue 15 §2).
-  const variants: DurableVariant[] = [{ name: "state flushed on the engine's thread", writerThread: false }];
-  // ENGINE_IN_FLIGHT=8: one more durable engine, fed with that many chunks in flight.
+  // Beside the service's durable engine, one that writes its state the other way (STATE_WRITER_THREAD).
+  const variants: DurableVariant[] = [
+    STATE_WRITER_THREAD
+      ? { name: "state flushed on the engine's thread", writerThread: false }
+      : { name: "state written by a thread of its own", writerThread: true },
+  ];
+  // ENGINE_IN_FLIGHT=8: one more durable engine as the service's, fed with that many chunks in flight.
   const inFlight = Number(process.env.ENGINE_IN_FLIGHT ?? 0);
-  if (inFlight > 0) variants.push({ name: `${inFlight} chunks in flight`, writerThread: true, inFlight });
+  if (inFlight > 0)
+    variants.push({ name: `${inFlight} chunks in flight`, writerThread: STATE_WRITER_THREAD, inFlight });
   const durable = await durableRun(w, data, resolveThing, variants);
   console.log(
     [
