@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -9,11 +9,16 @@ import {
   MemoryStateStore,
   RuleEngine,
   SqliteStateStore,
+  STATE_WRITER_THREAD,
   type RawObservation,
   type ThingResolver,
 } from "../../src/engine/index.js";
 import { migrations } from "../../src/migrations.js";
-import { openObservations, type StoredObservationInput } from "../../src/observations/index.js";
+import {
+  openObservations,
+  type OpenedObservations,
+  type StoredObservationInput,
+} from "../../src/observations/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { openDatabase, startCheckpointer } from "../../src/store/index.js";
 
@@ -25,6 +30,12 @@ export interface DurableFigures {
   durableRate: number;
   /** The store path alone: batches handed to the writer thread back to back, rows stored per second. */
   storeRate: number;
+  /** The share of its time the durable engine's thread was on a core: the rest it waited, for the stores' threads or for a core. */
+  durableBusy: number;
+  /** The same share for the in-memory engine. */
+  memoryBusy: number;
+  /** The variants asked for, in the same blocks. */
+  variants: { name: string; rate: number; busy: number }[];
 }
 
 /** Chunks handed over before the first is handled, as the Kafka source does. */
@@ -46,45 +57,51 @@ export async function runDurable(
   warm: number,
   measured: number,
   chunkSize: number,
+  /** More durable engines, each on a data directory of its own, in the same blocks: in-run A/B of a store option. */
+  variants: readonly DurableVariant[] = [],
 ): Promise<DurableFigures> {
-  const dir = mkdtempSync(join(tmpdir(), "dms-bench-engine-"));
   const discard = { accept: async (_: TriggeredAction[]): Promise<void> => {} };
   const clock = (): number => 1_763_000_000_000;
+  const opened: OpenedDurable[] = [];
   try {
-    const db = openDatabase({ dataDir: dir, migrations });
-    const checkpointer = startCheckpointer(db);
-    const observations = openObservations({ dataDir: dir, db, writerThread: true });
-    const durable = new RuleEngine({
+    const main = openDurable(
+      { name: "durable", writerThread: STATE_WRITER_THREAD },
+      rules,
       resolveThing,
-      state: new SqliteStateStore(db),
-      sink: discard,
-      observations: observations.store,
-      deadLetters: new SqliteDeadLetterStore(db),
+      discard,
       clock,
-    });
+    );
+    opened.push(main);
+    for (const v of variants) opened.push(openDurable(v, rules, resolveThing, discard, clock));
+    const observations = main.observations;
     const memory = new RuleEngine({ resolveThing, state: new MemoryStateStore(), sink: discard, clock });
-    durable.load(rules);
     memory.load(rules);
-    const feed = async (engine: RuleEngine, start: number, end: number): Promise<void> => {
+    const feed = async (engine: RuleEngine, start: number, end: number, depth = IN_FLIGHT): Promise<void> => {
       const inFlight: Promise<unknown>[] = [];
       for (let s = start; s < end; s += chunkSize) {
         inFlight.push(engine.handle(decodeMessages(chunk(s, Math.min(end, s + chunkSize)))));
-        if (inFlight.length >= IN_FLIGHT) await inFlight.shift();
+        if (inFlight.length >= depth) await inFlight.shift();
       }
       await Promise.all(inFlight);
     };
     await feed(memory, 0, warm);
-    await feed(durable, 0, warm);
+    for (const o of opened) await feed(o.engine, 0, warm, o.inFlight);
     let memorySeconds = 0;
-    let durableSeconds = 0;
+    let memoryCpuSeconds = 0;
     for (let start = warm; start < warm + measured; start += BLOCK) {
       const end = Math.min(warm + measured, start + BLOCK);
       const t0 = performance.now();
+      const cpu0 = mainThreadCpuSeconds();
       await feed(memory, start, end);
-      const t1 = performance.now();
-      await feed(durable, start, end);
-      memorySeconds += (t1 - t0) / 1000;
-      durableSeconds += (performance.now() - t1) / 1000;
+      memorySeconds += (performance.now() - t0) / 1000;
+      memoryCpuSeconds += mainThreadCpuSeconds() - cpu0;
+      for (const o of opened) {
+        const t1 = performance.now();
+        const cpu0 = mainThreadCpuSeconds();
+        await feed(o.engine, start, end, o.inFlight);
+        o.seconds += (performance.now() - t1) / 1000;
+        o.busySeconds += mainThreadCpuSeconds() - cpu0;
+      }
     }
 
     // The store path alone: the rows of the measured observations again, as new rows (no stream marks).
@@ -104,16 +121,94 @@ export async function runDurable(
     await Promise.all(rows.map((batch) => observations.store.insertBatch(batch.map(({ document }) => ({ document })))));
     const storeSeconds = (performance.now() - t0) / 1000;
 
-    await observations.close();
-    await checkpointer.stop();
-    db.close();
     return {
       observations: measured,
       memoryRate: measured / memorySeconds,
-      durableRate: measured / durableSeconds,
+      durableRate: measured / main.seconds,
+      durableBusy: main.busySeconds / main.seconds,
+      memoryBusy: memoryCpuSeconds / memorySeconds,
       storeRate: measured / storeSeconds,
+      variants: opened
+        .slice(1)
+        .map((o) => ({ name: o.name, rate: measured / o.seconds, busy: o.busySeconds / o.seconds })),
     };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    for (const o of opened) await o.close();
   }
+}
+
+/**
+ * CPU time of this process's main thread (the engine's), from /proc: the event loop's own
+ * utilization counts the time the thread waits for a core as busy, and on this shared box that
+ * is much of it. 0 where /proc is not there.
+ */
+function mainThreadCpuSeconds(): number {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** A durable engine set up otherwise than the service's. */
+export interface DurableVariant {
+  name: string;
+  /** The state's writer thread (false: the state flushed on the engine's thread). */
+  writerThread: boolean;
+  /** Chunks handed over before the first is handled (default: as the Kafka source). */
+  inFlight?: number;
+}
+
+interface OpenedDurable {
+  name: string;
+  inFlight: number;
+  engine: RuleEngine;
+  observations: OpenedObservations;
+  /** Time spent in the measured blocks. */
+  seconds: number;
+  /** Of that, the CPU time of the engine's thread (the rest it waited: for the stores' threads, or for a core). */
+  busySeconds: number;
+  close(): Promise<void>;
+}
+
+/** A durable engine as the service runs it, on a data directory of its own: observation store, state and dead letters. */
+function openDurable(
+  variant: DurableVariant,
+  rules: readonly Rule[],
+  resolveThing: ThingResolver,
+  sink: { accept(actions: TriggeredAction[]): Promise<void> },
+  clock: () => number,
+): OpenedDurable {
+  const dir = mkdtempSync(join(tmpdir(), "dms-bench-engine-"));
+  const db = openDatabase({ dataDir: dir, migrations });
+  const checkpointer = startCheckpointer(db);
+  const observations = openObservations({ dataDir: dir, db, writerThread: true });
+  const state = new SqliteStateStore(db, { writerThread: variant.writerThread });
+  const engine = new RuleEngine({
+    resolveThing,
+    state,
+    sink,
+    observations: observations.store,
+    deadLetters: new SqliteDeadLetterStore(db),
+    clock,
+  });
+  engine.load(rules);
+  return {
+    name: variant.name,
+    inFlight: variant.inFlight ?? IN_FLIGHT,
+    engine,
+    observations,
+    seconds: 0,
+    busySeconds: 0,
+    async close() {
+      await observations.close();
+      await state.close();
+      await checkpointer.stop();
+      db.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

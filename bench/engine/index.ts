@@ -1,6 +1,8 @@
 /**
  * In-process throughput of decode + evaluate + state update (bench/engine).
  * `npx tsx bench/engine/index.ts [observations]` (default 2,000,000).
+ * `ENGINE_ONLY=durable` runs the durable engine against the in-memory one and nothing else (no
+ * RESULTS section written): the figure that changes with the stores, in a minute.
  */
 import { booleanPointInPolygon } from "@turf/boolean-point-in-polygon";
 import { distance } from "@turf/distance";
@@ -13,6 +15,7 @@ import {
   MemoryStateStore,
   readGeoPoint,
   RuleEngine,
+  STATE_WRITER_THREAD,
   type EngineOptions,
   type RawObservation,
   type ThingInfo,
@@ -23,7 +26,7 @@ import { runPeer } from "./peer/index.js";
 import { peerSection } from "./peer/report.js";
 import { fmt, header, loadAverage, table, writeSection } from "./report.js";
 import { RULES_PER_TYPE_SWEEP, sweepRules } from "./sweep.js";
-import { runDurable } from "./durable.js";
+import { runDurable, type DurableFigures, type DurableVariant } from "./durable.js";
 import { thingResolver, workload, type Workload } from "./workload.js";
 
 const N = Number(process.argv[2] ?? 2_000_000);
@@ -55,6 +58,7 @@ async function run(): Promise<void> {
   );
   const data = new Encoded(w, N);
   const resolveThing = thingResolver(w.things);
+  if (process.env.ENGINE_ONLY === "durable") return durableOnly(w, data, resolveThing, startLoad);
 
   // (a) the ceiling (JSON.parse and nothing else) and the engine, interleaved chunk by chunk: this
   // machine is shared, and its load moves; interleaving puts both under the same load.
@@ -97,14 +101,7 @@ async function run(): Promise<void> {
 
   // with everything written: observation store (its writer thread), state flush (SQLite), against the
   // in-memory engine on the same observations, block by block
-  const durable = await runDurable(
-    w.rules,
-    resolveThing,
-    (s, e) => data.chunk(s, e),
-    DURABLE_WARM,
-    DURABLE_SAMPLE,
-    CHUNK,
-  );
+  const durable = await durableRun(w, data, resolveThing);
   log(
     `durable: ${fmt(durable.durableRate)} obs/s, in memory ${fmt(durable.memoryRate)} (${ratio(durable.durableRate, durable.memoryRate)}); store path ${fmt(durable.storeRate)} rows/s`,
   );
@@ -242,6 +239,63 @@ async function run(): Promise<void> {
       : {}),
     sweep,
   });
+}
+
+/** The durable engine (and `variants` of it) against the in-memory one, after the observations that warm them. */
+function durableRun(
+  w: Workload,
+  data: Encoded,
+  resolveThing: (name: string) => ThingInfo | undefined,
+  variants: readonly DurableVariant[] = [],
+): Promise<DurableFigures> {
+  const chunk = (s: number, e: number): RawObservation[] => data.chunk(s, e);
+  return runDurable(w.rules, resolveThing, chunk, DURABLE_WARM, DURABLE_SAMPLE, CHUNK, variants);
+}
+
+/** The durable section alone: its figures and the load, printed, nothing recorded. */
+async function durableOnly(
+  w: Workload,
+  data: Encoded,
+  resolveThing: (name: string) => ThingInfo | undefined,
+  startLoad: string,
+): Promise<void> {
+  // Beside the service's durable engine, one that writes its state the other way (STATE_WRITER_THREAD).
+  const variants: DurableVariant[] = [
+    STATE_WRITER_THREAD
+      ? { name: "state flushed on the engine's thread", writerThread: false }
+      : { name: "state written by a thread of its own", writerThread: true },
+  ];
+  // ENGINE_IN_FLIGHT=8: one more durable engine as the service's, fed with that many chunks in flight.
+  const inFlight = Number(process.env.ENGINE_IN_FLIGHT ?? 0);
+  if (inFlight > 0)
+    variants.push({ name: `${inFlight} chunks in flight`, writerThread: STATE_WRITER_THREAD, inFlight });
+  const durable = await durableRun(w, data, resolveThing, variants);
+  console.log(
+    [
+      header(
+        "bench/engine: durable engine / in-memory engine",
+        `ENGINE_ONLY=durable npx tsx bench/engine/index.ts ${N}`,
+      ),
+      `Load average at the start / at the end: ${startLoad} / ${loadAverage()}.`,
+      "",
+      table(
+        ["figure", "value"],
+        [
+          [
+            "durable engine / in-memory engine (same observations, block by block)",
+            `${ratio(durable.durableRate, durable.memoryRate)} (${fmt(durable.durableRate)} / ${fmt(durable.memoryRate)})`,
+          ],
+          ["the durable engine's thread on a core", `${fmt(100 * durable.durableBusy)} %`],
+          ["the in-memory engine's thread on a core", `${fmt(100 * durable.memoryBusy)} %`],
+          ...durable.variants.flatMap((v) => [
+            [`${v.name} / in-memory engine`, `${ratio(v.rate, durable.memoryRate)} (${fmt(v.rate)})`],
+            [`${v.name}: the engine's thread on a core`, `${fmt(100 * v.busy)} %`],
+          ]),
+          ["observations stored per second by the store path alone", fmt(durable.storeRate)],
+        ],
+      ),
+    ].join("\n"),
+  );
 }
 
 function ratio(a: number, b: number): string {

@@ -160,8 +160,8 @@ export class RuleEngine {
    * over again. Going back to the durable state makes that a fresh evaluation, not a replay
    * whose actions would never be made.
    */
-  private rewind(): void {
-    this.options.state.reload?.();
+  private async rewind(): Promise<void> {
+    await this.options.state.reload?.();
     this.forgetThing();
   }
 
@@ -194,8 +194,8 @@ export class RuleEngine {
     // The next batch is evaluated as soon as this one is handed to the store, not once stored: with
     // a writer thread, its inserts run beside the engine's next evaluation.
     this.queue = evaluated.catch(() => undefined);
-    return evaluated.then(({ work, stored }) =>
-      stored.then(
+    return evaluated.then(({ work, durable }) =>
+      durable.then(
         () => {
           const result: BatchResult = {
             accepted: work.accepted,
@@ -207,9 +207,9 @@ export class RuleEngine {
           return result;
         },
         (err: unknown) => {
-          // Batches evaluated after this one counted it in memory; the store refuses the stream's
-          // later batches until this one is handed over again, and the engine goes back to the
-          // durable state before its next batch.
+          // Batches evaluated after this one counted it in memory; the observation store refuses the
+          // stream's later batches until this one is handed over again, and the engine goes back to
+          // the durable state before its next batch.
           const rewound = this.queue.then(() => this.rewind());
           this.queue = rewound.catch(() => undefined);
           throw err;
@@ -218,26 +218,30 @@ export class RuleEngine {
     );
   }
 
-  private async run(batch: readonly Ingested[]): Promise<{ work: BatchWork; stored: Promise<void> }> {
+  private async run(batch: readonly Ingested[]): Promise<{ work: BatchWork; durable: Promise<unknown> }> {
     const work = await this.evaluate(batch);
-    // Actions first: the time to their hand-over is the latency users see, and the store's inserts
-    // (the larger part of a batch's cost) need not come before it. A crash in between replays the
-    // batch: the state was not flushed, so it is evaluated and stored again, and the outbox drops
-    // the actions it already has by their idempotency keys. A crash after the state flush but before
-    // the rows are stored replays the batch too: the state says it was evaluated, so it is only stored.
-    let stored: Promise<void>;
+    // Actions first: the time to their hand-over is the latency users see, and the stores' writes
+    // (the larger part of a batch's cost) need not come before it. Then the rows and the state are
+    // written side by side (each store may write on a thread of its own, beside the engine's next
+    // batches), and the batch is done once both are durable. A crash before the state is durable
+    // replays the batch: it is evaluated and stored again (rows already stored are skipped), and the
+    // outbox drops the actions it already has by their idempotency keys. A crash after the state but
+    // before the rows replays the batch too: the state says it was evaluated, so it is only stored.
+    let durable: Promise<unknown>;
     try {
       if (work.actions.length > 0) await this.options.sink.accept(work.actions);
-      stored = Promise.resolve(this.options.observations?.insertBatch(work.stored));
-      // Awaited by `handle`; marked handled here so that a failure while the state flushes is not unhandled.
+      const stored = Promise.resolve(this.options.observations?.insertBatch(work.stored));
+      // Awaited by `handle`; marked handled here so that a failure before `handle` awaits it is not unhandled.
       stored.catch(() => undefined);
       await this.options.deadLetters?.insertBatch(work.deadLetters);
-      await this.options.state.flush(work.changed);
+      // The state as this batch left it is taken now, before the next batch changes it.
+      durable = Promise.all([stored, this.options.state.flush(work.changed)]);
+      durable.catch(() => undefined);
     } catch (err) {
-      this.rewind();
+      await this.rewind();
       throw err;
     }
-    return { work, stored };
+    return { work, durable };
   }
 
   /**

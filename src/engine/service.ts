@@ -20,6 +20,15 @@ import { HttpObservationSource } from "./sources/http.js";
 import { KafkaObservationSource } from "./sources/kafka.js";
 import { resourceChecks, type ThingInfo } from "./things.js";
 
+/**
+ * Whether the service's engine writes its state on a thread of its own (`SqliteStateStore`'s
+ * `writerThread`) rather than on the engine's thread. Off: on this shared 2-core box the
+ * thread took the engine's core more than it saved it (bench/engine durable 0.33 against
+ * 0.35 on the engine's thread at load 3, bench/kafka 0.39 against 0.40); both are in the
+ * benches' durable sections, which run the engine as this says.
+ */
+export const STATE_WRITER_THREAD = false;
+
 export const engineMigrations: Migration[] = [...stateMigrations, ...deadLetterMigrations];
 
 export interface EngineDeps {
@@ -85,9 +94,10 @@ export function createEngineService(deps: EngineDeps): EngineService {
     };
   };
 
+  const state = new SqliteStateStore(db, { writerThread: STATE_WRITER_THREAD });
   const engine = new RuleEngine({
     resolveThing,
-    state: new SqliteStateStore(db),
+    state,
     sink: deps.sink,
     observations: deps.observations,
     deadLetters,
@@ -211,6 +221,8 @@ export function createEngineService(deps: EngineDeps): EngineService {
       await consuming;
       await kafka?.stop();
       await http.stop();
+      // Every batch handed over is done; a writer thread ends (a start after this makes another).
+      await state.close();
       kafkaReady?.waiting("stopped");
       for (const off of unsubscribe.splice(0)) off();
     },

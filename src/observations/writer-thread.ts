@@ -1,7 +1,8 @@
 import { parentPort, workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { ObservationPartitions } from "./partitions.js";
-import type { WriterReply, WriterRequest, WriterData } from "./writer.js";
+import type { ThreadReply } from "../store/index.js";
+import type { WriterRequest, WriterData } from "./writer.js";
 
 /**
  * The observation writer: its own connection to the observation file, so the
@@ -19,7 +20,7 @@ const partitions = new ObservationPartitions(db);
 const port = parentPort!;
 
 port.on("message", (request: WriterRequest) => {
-  let reply: WriterReply;
+  let reply: ThreadReply;
   try {
     switch (request.op) {
       case "insert":
@@ -37,7 +38,7 @@ port.on("message", (request: WriterRequest) => {
         break;
       case "close":
         db.close();
-        port.postMessage({ id: request.id, value: 0 } satisfies WriterReply);
+        port.postMessage({ id: request.id, value: 0 } satisfies ThreadReply);
         port.close();
         return;
     }

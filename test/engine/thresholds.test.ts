@@ -55,9 +55,8 @@ describe("threshold entries", () => {
   it("an entry that no longer matters is reused by the next rule; the store keeps live entries only", async () => {
     const { engine, doc } = start();
     await observe(engine, { temp: 31 });
-    expect(doc().thresholds).toEqual([
-      { ruleId: "warm", count: 1, lastFiredAt: 0, lastSeq: 1, version: expect.any(Number) },
-    ]);
+    // Five values an entry: ruleId, count, lastFiredAt, lastSeq, version.
+    expect(doc().thresholds).toEqual(["warm", 1, 0, 1, expect.any(Number)]);
     // temp is observed and does not match: warm's count is over, its entry inert, and none is stored.
     await observe(engine, { temp: 10 });
     expect(engine.thingState("t1")!.thresholds).toHaveLength(1);
@@ -65,7 +64,7 @@ describe("threshold entries", () => {
     // humid takes the inert entry over.
     await observe(engine, { hum: 31 });
     expect(engine.thingState("t1")!.thresholds).toEqual([expect.objectContaining({ ruleId: "humid", count: 1 })]);
-    expect(doc().thresholds).toEqual([expect.objectContaining({ ruleId: "humid", count: 1, lastSeq: 3 })]);
+    expect(doc().thresholds).toEqual(["humid", 1, 0, 3, expect.any(Number)]);
   });
 
   it("counts resume after a restart from the live entries, and a rule seen again counts from one", async () => {
@@ -79,5 +78,27 @@ describe("threshold entries", () => {
     await observe(run.engine, { temp: 10, hum: 31 });
     await observe(run.engine, { hum: 31 });
     expect(run.sink.actions.map((a) => a.ruleId)).toEqual(["warm", "humid"]);
+  });
+
+  it("a document of the earlier layout (an object per entry) is read: its count resumes", async () => {
+    let run = start();
+    await observe(run.engine, { temp: 31 });
+    await observe(run.engine, { temp: 31 });
+    const [ruleId, count, lastFiredAt, lastSeq, version] = run.doc().thresholds as [
+      string,
+      number,
+      number,
+      number,
+      number,
+    ];
+    db!
+      .prepare("UPDATE engine_thing_state SET doc = ? WHERE thing_name = 't1'")
+      .run(JSON.stringify({ state: { temp: 31 }, thresholds: [{ ruleId, count, lastFiredAt, lastSeq, version }] }));
+    run = start();
+    expect(run.engine.thingState("t1")!.thresholds).toEqual([
+      { ruleId: "warm", count: 2, lastFiredAt: 0, lastSeq: 2, version },
+    ]);
+    await observe(run.engine, { temp: 31 });
+    expect(run.sink.actions.map((a) => a.ruleId)).toEqual(["warm"]);
   });
 });

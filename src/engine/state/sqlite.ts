@@ -1,6 +1,8 @@
 import type { Db, Migration } from "../../store/index.js";
-import { isLive, type ThingState } from "./store.js";
+import { isLive, type ThingState, type ThresholdState } from "./store.js";
 import { MemoryStateStore } from "./memory.js";
+import { emptyRows, stateWriter, type StateRows } from "./rows.js";
+import { StateWriter } from "./writer.js";
 
 export const stateMigrations: Migration[] = [
   {
@@ -28,11 +30,22 @@ interface ThingRow {
   doc: string;
 }
 
+export interface SqliteStateOptions {
+  /**
+   * Writes on a thread of its own, on a connection to the database's file (the engine's process):
+   * the engine's thread only serializes what a batch changed. A database in memory is written on
+   * this thread whatever this says.
+   */
+  writerThread?: boolean;
+}
+
 /**
  * State kept in memory and written to SQLite on `flush`, which the engine
- * calls once per batch after the batch's actions are in the outbox and
- * before the source commits: a restart resumes half-reached counts and never
- * fires an interval early.
+ * calls once per batch after the batch's actions are in the outbox; the batch
+ * is handed back to the source (which then commits) once the flush resolved:
+ * a restart resumes half-reached counts and never fires an interval early.
+ * The states are serialized during `flush`, as the batch left them; with a
+ * writer thread the upserts run there, beside the engine's next batches.
  *
  * Loaded whole at start. After `reload` (a rebalance, a failed batch) memory
  * is emptied and each thing is read from the table when it is next seen:
@@ -41,18 +54,23 @@ interface ThingRow {
  * before the group could rebalance.
  */
 export class SqliteStateStore extends MemoryStateStore {
-  private readonly upsert;
+  private readonly write: (rows: StateRows) => void;
   private readonly select;
   /** Memory holds every row (right after the load at start): a miss is a thing never seen. */
   private complete = false;
+  /** Started on the first flush that has rows, so that a store that never writes starts no thread. */
+  private writer: StateWriter | undefined;
+  private readonly threaded: boolean;
+  /** The last flush handed to the writer thread: settled, every flush before it is too. */
+  private written: Promise<void> = Promise.resolve();
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    options: SqliteStateOptions = {},
+  ) {
     super();
-    this.upsert = db.prepare<[string, number, number, string | null, number | null, string]>(
-      `INSERT INTO engine_thing_state (thing_name, ts, seq, last_source, last_offset, doc) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT(thing_name) DO UPDATE SET ts = excluded.ts, seq = excluded.seq, last_source = excluded.last_source,
-         last_offset = excluded.last_offset, doc = excluded.doc`,
-    );
+    this.threaded = (options.writerThread ?? false) && !db.memory;
+    this.write = stateWriter(db);
     this.select = db.prepare<[string], ThingRow>("SELECT * FROM engine_thing_state WHERE thing_name = ?");
     for (const r of this.db.prepare<[], ThingRow>("SELECT * FROM engine_thing_state").iterate()) {
       this.things.set(r.thing_name, fromRow(r));
@@ -70,48 +88,103 @@ export class SqliteStateStore extends MemoryStateStore {
     return state;
   }
 
-  reload(): void {
+  /** Once the flushes handed to the writer thread are written (or failed), so that the table is read as they left it. */
+  async reload(): Promise<void> {
+    await this.written.catch(() => undefined);
     this.things.clear();
     this.dirty.clear();
     this.complete = false;
   }
 
-  override flush(changed: readonly ThingState[]): void {
+  override flush(changed: readonly ThingState[]): Promise<void> | void {
     if (changed.length === 0 && this.dirty.size === 0) return;
-    this.db.transaction(() => {
-      for (const t of changed) this.write(t);
-      if (this.dirty.size === 0) return;
+    const rows = emptyRows();
+    for (const t of changed) addRow(rows, t);
+    if (this.dirty.size > 0) {
       const written = new Set(changed);
-      for (const t of this.dirty) if (!written.has(t)) this.write(t);
-    })();
+      for (const t of this.dirty) if (!written.has(t)) addRow(rows, t);
+    }
     super.flush(changed);
+    if (!this.threaded) {
+      this.db.transaction(() => this.write(rows))();
+      return;
+    }
+    const writing = (this.writer ??= new StateWriter(this.db)).write(rows);
+    this.written = writing;
+    return writing;
   }
 
-  private write(t: ThingState): void {
-    const doc: Pick<ThingState, "state" | "nested" | "thresholds"> = { state: t.state };
-    if (t.nested) doc.nested = t.nested;
-    // Inert entries are the engine's spare slots: no entry means the same.
-    const live = t.thresholds?.filter(isLive);
-    if (live?.length) doc.thresholds = live;
-    this.upsert.run(
-      t.thingName,
-      t.timestamp,
-      t.seq ?? 0,
-      t.lastSource ?? null,
-      t.lastOffset ?? null,
-      JSON.stringify(doc),
-    );
+  /** Ends the writer thread once what was handed to it is written; a later flush starts another. */
+  async close(): Promise<void> {
+    const writer = this.writer;
+    this.writer = undefined;
+    await this.written.catch(() => undefined);
+    await writer?.close();
   }
 }
 
+/**
+ * A thing's document: its state, its nested objects and its live thresholds. The thresholds
+ * go flat, five values an entry (ruleId, count, lastFiredAt, lastSeq, version; null where the
+ * entry has none): the JSON of an object per entry was the larger part of the engine thread's
+ * work on a flush, and of the bytes written. Documents of earlier versions hold an object per
+ * entry; `fromRow` reads both.
+ */
+interface StateDoc {
+  state: Record<string, unknown>;
+  nested?: ThingState["nested"];
+  thresholds?: (string | number | null)[] | ThresholdState[];
+}
+
+/** Values per threshold entry in a document's flat list. */
+const ENTRY = 5;
+
+function addRow(rows: StateRows, t: ThingState): void {
+  const doc: StateDoc = { state: t.state };
+  if (t.nested) doc.nested = t.nested;
+  const list = t.thresholds;
+  if (list !== undefined) {
+    let flat: (string | number | null)[] | undefined;
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i]!;
+      // Inert entries are the engine's spare slots: no entry means the same.
+      if (isLive(e)) (flat ??= []).push(e.ruleId, e.count, e.lastFiredAt, e.lastSeq ?? null, e.version ?? null);
+    }
+    if (flat !== undefined) doc.thresholds = flat;
+  }
+  rows.thingName.push(t.thingName);
+  rows.ts.push(t.timestamp);
+  rows.seq.push(t.seq ?? 0);
+  rows.lastSource.push(t.lastSource ?? null);
+  rows.lastOffset.push(t.lastOffset ?? null);
+  rows.doc.push(JSON.stringify(doc));
+}
+
 function fromRow(r: ThingRow): ThingState {
-  const doc = JSON.parse(r.doc) as Pick<ThingState, "state" | "nested" | "thresholds">;
+  const doc = JSON.parse(r.doc) as StateDoc;
   const state: ThingState = { thingName: r.thing_name, timestamp: r.ts, state: doc.state, seq: r.seq };
   if (doc.nested) state.nested = doc.nested;
-  if (doc.thresholds) state.thresholds = doc.thresholds;
+  if (doc.thresholds?.length) state.thresholds = thresholdsOf(doc.thresholds);
   if (r.last_source !== null && r.last_offset !== null) {
     state.lastSource = r.last_source;
     state.lastOffset = r.last_offset;
   }
   return state;
+}
+
+function thresholdsOf(stored: NonNullable<StateDoc["thresholds"]>): ThresholdState[] {
+  if (typeof stored[0] === "object") return stored as ThresholdState[];
+  const flat = stored as (string | number | null)[];
+  const list: ThresholdState[] = [];
+  for (let i = 0; i + ENTRY <= flat.length; i += ENTRY) {
+    const e: ThresholdState = {
+      ruleId: flat[i] as string,
+      count: flat[i + 1] as number,
+      lastFiredAt: flat[i + 2] as number,
+    };
+    if (flat[i + 3] !== null) e.lastSeq = flat[i + 3] as number;
+    if (flat[i + 4] !== null) e.version = flat[i + 4] as number;
+    list.push(e);
+  }
+  return list;
 }

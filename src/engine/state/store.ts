@@ -60,13 +60,19 @@ export interface StateStore {
   /**
    * Makes durable every change so far: the states the engine changed since the
    * last flush (each once; the engine tracks them, so its hot path touches no
-   * set of the store's) and whatever `dropRule` changed.
+   * set of the store's) and whatever `dropRule` changed. Takes the states as they
+   * are during the call (the engine goes on changing the objects once it returns);
+   * the promise resolves once they are durable, and may resolve after the engine
+   * flushed later batches: flushes become durable in the order made.
    */
   flush(changed: readonly ThingState[]): Promise<void> | void;
   /**
    * Drops what is in memory and reads the durable state again: after a batch failed
    * between its evaluation and its flush, memory holds counts and positions the
-   * durable state (and so a replay) does not. Absent where memory is all there is.
+   * durable state (and so a replay) does not. Reads what every flush made before it
+   * wrote. Absent where memory is all there is.
    */
-  reload?(): void;
+  reload?(): Promise<void> | void;
+  /** Lets go of what the store holds open (a writer thread) once its flushes are durable. */
+  close?(): Promise<void>;
 }
