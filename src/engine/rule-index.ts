@@ -24,7 +24,6 @@ export class RuleIndex {
   /** Replaces every rule. Throws nothing: a rule that does not compile is skipped and returned. */
   load(rules: readonly Rule[]): { id: string; error: string }[] {
     const errors: { id: string; error: string }[] = [];
-    for (const r of this.rules.values()) r.retired = true;
     this.rules.clear();
     for (const rule of rules) {
       if (!rule.enabled) continue;
@@ -46,7 +45,6 @@ export class RuleIndex {
   apply(id: string, rule: Rule | null): boolean {
     const before = this.rules.get(id);
     const compiled = rule && rule.enabled ? compileRule(rule, this.compile) : undefined;
-    if (before) before.retired = true;
     if (compiled) this.rules.set(id, compiled);
     else this.rules.delete(id);
     if (before) this.rebuild(before.thingType);

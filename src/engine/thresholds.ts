@@ -4,14 +4,6 @@ import { isLive, type ThresholdState } from "./state/index.js";
 import type { Runtime } from "./runtimes.js";
 
 /**
- * The compiled rule an entry counts for, kept on the entry under a symbol, not enumerable (which
- * neither JSON, a structured clone nor an equality test sees, so no store or test does): `prune` reads a rule's `concerns` and interval
- * for each live entry, and a lookup by id in the 10,000 rules' map costs a cache miss each time.
- */
-const RULE = Symbol("rule");
-type Entry = ThresholdState & { [RULE]?: CompiledRule | undefined };
-
-/**
  * Threshold counting: per (rule, thing), consecutive matching observations of the thing, and the
  * rules that reached their count (and interval) with this observation. Entries live in the thing's
  * state (`ThingState.thresholds`). An entry that no longer matters (see `prune`) is made inert in
@@ -48,8 +40,8 @@ export class Thresholds {
       rt.armed++;
       let list = st.thresholds;
       if (list === undefined) list = st.thresholds = [];
-      let th: Entry | undefined;
-      let inert: Entry | undefined;
+      let th: ThresholdState | undefined;
+      let inert: ThresholdState | undefined;
       for (let j = 0; j < list.length; j++) {
         const e = list[j]!;
         if (e.ruleId === rule.id) {
@@ -62,7 +54,6 @@ export class Thresholds {
         if (inert === undefined)
           list.push((th = { ruleId: rule.id, count: 0, lastFiredAt: 0, lastSeq: -1, version: 0 }));
         else (th = inert).ruleId = rule.id;
-        keep(th, rule);
         startOver(th, rule.version);
       } else if (th.version !== rule.version) {
         // Counted under the rule's previous conditions (kept in the database while the rule changed).
@@ -94,14 +85,14 @@ export class Thresholds {
   prune(list: ThresholdState[], ctx: EvalContext, seq: number, now: number): number {
     let live = 0;
     for (let r = 0; r < list.length; r++) {
-      const e = list[r]! as Entry;
+      const e = list[r]!;
       if (e.count > 0) {
         if (e.lastSeq === seq) {
           live++;
           continue;
         }
         if (e.lastSeq === seq - 1) {
-          const rule = this.ruleOf(e);
+          const rule = this.rules.rule(e.ruleId);
           if (rule !== undefined && !rule.concerns(ctx)) {
             e.lastSeq = seq;
             live++;
@@ -111,28 +102,13 @@ export class Thresholds {
         e.count = 0;
       }
       if (e.lastFiredAt !== 0) {
-        const rule = this.ruleOf(e);
+        const rule = this.rules.rule(e.ruleId);
         if (rule === undefined || now - e.lastFiredAt >= rule.intervalMs) e.lastFiredAt = 0;
         else live++;
       }
     }
     return live;
   }
-
-  /** The rule an entry counts for: the one it keeps while that is current, else the index's (undefined: gone). */
-  private ruleOf(e: Entry): CompiledRule | undefined {
-    const kept = e[RULE];
-    if (kept !== undefined && !kept.retired && kept.id === e.ruleId) return kept;
-    const rule = this.rules.rule(e.ruleId);
-    keep(e, rule);
-    return rule;
-  }
-}
-
-/** Keeps `rule` on the entry, not enumerable: the entry is the thing's state, which tests and stores compare and copy. */
-function keep(e: Entry, rule: CompiledRule | undefined): void {
-  if (RULE in e) e[RULE] = rule;
-  else Object.defineProperty(e, RULE, { value: rule, writable: true });
 }
 
 /** A threshold entry at count 0, never fired, under the rule's conditions of `version`. */

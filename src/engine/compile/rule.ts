@@ -67,8 +67,6 @@ export interface CompiledRule {
    * state, and an observation of other resources says nothing about this rule's conditions.
    */
   readonly concerns: Test;
-  /** Set once the index no longer holds this compilation (the rule changed or went): references to it are stale. */
-  retired: boolean;
 }
 
 export interface CompileOptions {
@@ -129,7 +127,6 @@ export function compileRule(rule: Rule, options: CompileOptions = {}): CompiledR
     area: indexed ? undefined : expressions.find((e) => e.area !== undefined)?.area,
     prevArea: indexed ? undefined : expressions.find((e) => e.prevArea !== undefined)?.prevArea,
     concerns: concernsTest(rule.expression),
-    retired: false,
   };
 }
 
