@@ -422,6 +422,8 @@ export class RuleEngine {
     const seq = (st.seq ?? 0) + 1;
     st.seq = seq;
 
+    // Live entries before this observation's matches: only they can need a reset.
+    const armed = rt.armed;
     let fired = 0;
     if (typeRules !== undefined) {
       fired = this.thresholds.count(typeRules.general, ctx, rt, seq, now, fired);
@@ -429,7 +431,7 @@ export class RuleEngine {
       if (own !== undefined) fired = this.thresholds.count(own, ctx, rt, seq, now, fired);
     }
 
-    if (st.thresholds !== undefined && st.thresholds.length > 0) this.thresholds.prune(st.thresholds, ctx, seq, now);
+    if (armed > 0 && st.thresholds !== undefined) rt.armed = this.thresholds.prune(st.thresholds, ctx, seq, now);
 
     // Merge after evaluating: expressions saw the state before this observation.
     Object.assign(st.state, os);

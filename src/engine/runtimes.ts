@@ -16,6 +16,11 @@ export interface Runtime {
   lat: number;
   /** The last batch that changed this thing, so `BatchWork.changed` lists it once. */
   batch: number;
+  /**
+   * At least as many as the thing's live threshold entries (exactly as many after a prune): at 0,
+   * an observation that matches nothing has no entry to reset, and the prune is skipped.
+   */
+  armed: number;
   /** `info.domain` and `info.domains`, here to save the rule check a pointer chase (a cache miss per thing). */
   domain: string;
   domains: ReadonlySet<string>;
@@ -64,6 +69,7 @@ export class Runtimes {
       lon: 0,
       lat: 0,
       batch: 0,
+      armed: state.thresholds?.length ?? 0,
       domain: info.domain,
       domains: info.domains,
     };

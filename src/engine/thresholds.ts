@@ -37,6 +37,7 @@ export class Thresholds {
       const rule = matched[i]!;
       if (rule.domain !== own && !domains.has(rule.domain)) continue;
       this.matches++;
+      rt.armed++;
       let list = st.thresholds;
       if (list === undefined) list = st.thresholds = [];
       let th: ThresholdState | undefined;
@@ -79,17 +80,22 @@ export class Thresholds {
    * resources: it neither matches nor resets, so the count goes on as if it
    * had not been seen), or a firing whose interval has not passed. Everything
    * else equals no entry, and is made inert. Only live entries pay the concern
-   * test: a rule at count 0 has nothing to reset.
+   * test: a rule at count 0 has nothing to reset. Returns how many entries are live after it.
    */
-  prune(list: ThresholdState[], ctx: EvalContext, seq: number, now: number): void {
+  prune(list: ThresholdState[], ctx: EvalContext, seq: number, now: number): number {
+    let live = 0;
     for (let r = 0; r < list.length; r++) {
       const e = list[r]!;
       if (e.count > 0) {
-        if (e.lastSeq === seq) continue;
+        if (e.lastSeq === seq) {
+          live++;
+          continue;
+        }
         if (e.lastSeq === seq - 1) {
           const rule = this.rules.rule(e.ruleId);
           if (rule !== undefined && !rule.concerns(ctx)) {
             e.lastSeq = seq;
+            live++;
             continue;
           }
         }
@@ -98,8 +104,10 @@ export class Thresholds {
       if (e.lastFiredAt !== 0) {
         const rule = this.rules.rule(e.ruleId);
         if (rule === undefined || now - e.lastFiredAt >= rule.intervalMs) e.lastFiredAt = 0;
+        else live++;
       }
     }
+    return live;
   }
 }
 

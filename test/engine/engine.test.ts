@@ -362,6 +362,30 @@ describe("hot reload", () => {
   });
 });
 
+describe("a live count across rule changes and quiet observations", () => {
+  it("a rule renamed mid-count keeps counting under its new compilation; a thing that matched nothing keeps none", async () => {
+    const { engine, sink } = setup();
+    const temp = { operator: "gt" as const, resource: "temp", value: 30 };
+    engine.load([makeRule("r", [temp], { count: 3, interval: 0 })]);
+    await engine.handle([obs("t1", { temp: 31 }), obs("t2", { temp: 10 })]);
+    // Same conditions: the count goes on; the entry's compiled rule is the replaced one, and its
+    // concern test (battery is not the rule's resource) must come from the current one.
+    engine.apply("r", makeRule("r", [temp], { count: 3, interval: 0 }, { name: "renamed" }));
+    await engine.handle([obs("t1", { battery: 50 }), obs("t1", { temp: 32 }), obs("t2", { temp: 11 })]);
+    expect(sink.actions).toHaveLength(0);
+    expect(engine.thingState("t1")!.thresholds).toEqual([expect.objectContaining({ ruleId: "r", count: 2 })]);
+    expect(engine.thingState("t2")!.thresholds).toBeUndefined();
+    await engine.handle([obs("t1", { temp: 33 }), obs("t2", { temp: 31 }), obs("t2", { temp: 12 })]);
+    expect(sink.actions.map((a) => [a.thingName, a.payload.rule.name])).toEqual([["t1", "renamed"]]);
+    expect(engine.thingState("t2")!.thresholds).toEqual([expect.objectContaining({ ruleId: "r", count: 0 })]);
+    // Removed while t1 has an entry: a quiet observation then finds no rule, as with no cache.
+    await engine.handle([obs("t1", { temp: 34 })]);
+    engine.apply("r", null);
+    await engine.handle([obs("t1", { battery: 1 })]);
+    expect(engine.thingState("t1")!.thresholds!.every((e) => e.count === 0)).toBe(true);
+  });
+});
+
 describe("bad messages go to dead letters; the ones around them are evaluated", () => {
   it("reports each reason", async () => {
     const { engine, sink } = setup();
