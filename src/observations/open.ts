@@ -21,6 +21,8 @@ export interface OpenObservationsOptions {
   /** Writes on a thread of their own (the engine's process); else on this thread (retention, tools). */
   writerThread: boolean;
   clock?: () => number;
+  /** How often the writer thread's column builder looks for closed days to take apart (tests shorten it). */
+  columnsEveryMs?: number;
 }
 
 export const OBSERVATIONS_FILE = "observations.sqlite";
@@ -44,7 +46,7 @@ export function openObservations(options: OpenObservationsOptions): OpenedObserv
   const db = openDatabase({ dataDir: options.dataDir, migrations: partitionMigrations, fileName: OBSERVATIONS_FILE });
   moveLegacyTable(options.db, db);
   const store = options.writerThread
-    ? new ThreadedObservationStore(db.name)
+    ? new ThreadedObservationStore(db.name, options.columnsEveryMs)
     : new SqliteObservationStore(db, options.clock);
   return {
     store,

@@ -53,9 +53,11 @@ export const DAY_MS = 86_400_000;
  */
 export const CLOSE_GRACE_MS = 2 * 3_600_000;
 /** Days whose column cache a maintenance pass after a batch builds at most (a forced one builds all). */
-const COLUMN_DAYS_PER_PASS = 1;
+export const COLUMN_DAYS_PER_PASS = 1;
+/** Rows of a day past which it gets no column cache: about 56 bytes a row, so some 110 MB. */
+export const COLUMN_MAX_ROWS = 2_000_000;
 /** How often the writer looks for closed partitions to index. */
-const MAINTAIN_EVERY_MS = 60_000;
+export const MAINTAIN_EVERY_MS = 60_000;
 
 /**
  * The observation file's own tables: the catalog of day partitions, the id
@@ -127,6 +129,47 @@ export function storedColumns(prepare: Prepare, day: number, token: string): Day
   return row ? DayColumns.fromStored(row) : undefined;
 }
 
+/**
+ * Stores the column cache of closed days that have none or one of rows since
+ * changed (late rows, retention), newest first, at most `days` of them: a pass
+ * takes a day's worth of parsing (about a second for 166,000 rows), not every
+ * day of a store upgraded or loaded in bulk at once. A day is read in a read
+ * transaction (a snapshot: the writer goes on inserting) and its columns written
+ * in a short one with the token of that snapshot; rows that came meanwhile make
+ * the token stale, which readers see, and the next pass builds the day again.
+ * Days of more than `COLUMN_MAX_ROWS` rows are left to the rows: their columns
+ * would not fit a reader's cache. Answers the days stored.
+ */
+export function storeDayColumns(db: Db, days: number): number {
+  const prepare: Prepare = (sql) => db.prepare(sql);
+  const closedDays = db
+    .prepare<[], { day: number; token: string | null }>(
+      `SELECT p.day, c.token FROM observation_partitions p LEFT JOIN observation_columns c ON c.day = p.day
+       WHERE p.indexed = 1 ORDER BY p.day DESC`,
+    )
+    .all();
+  const store = db.prepare<[number, string, string, Buffer]>(
+    "INSERT OR REPLACE INTO observation_columns (day, token, layout, data) VALUES (?, ?, ?, ?)",
+  );
+  let built = 0;
+  for (const { day, token } of closedDays) {
+    if (built >= days) break;
+    const snapshot = db.transaction(() => {
+      const current = columnsToken(prepare, day);
+      if (current === undefined || current === token) return undefined;
+      const [count] = prepare(`SELECT count(*) FROM ${partitionTable(day)}`)
+        .raw(true)
+        .get() as [number];
+      if (count > COLUMN_MAX_ROWS) return undefined;
+      return { token: current, ...buildColumns(prepare, day, () => {}).toStored() };
+    })();
+    if (snapshot === undefined) continue;
+    store.run(day, snapshot.token, snapshot.layout, snapshot.data);
+    built++;
+  }
+  return built;
+}
+
 /** The table of a UTC day (days since the epoch; negative before 1970). */
 export function partitionTable(day: number): string {
   return day < 0 ? `observations_dm${-day}` : `observations_d${day}`;
@@ -176,6 +219,8 @@ export class ObservationPartitions {
   constructor(
     private readonly db: Db,
     private readonly clock: () => number = Date.now,
+    /** Whether `maintain` builds the column cache of closed days (false: another thread does). */
+    private readonly columnsInline = true,
   ) {
     this.markOf = db.prepare("SELECT offset FROM observation_marks WHERE stream = ?");
     this.setMark = db.prepare(
@@ -306,6 +351,10 @@ export class ObservationPartitions {
    * Builds the thing index of every day closed since the last look. Runs after a
    * batch at most once a minute (or when forced), so a day's index is built once,
    * by the writer; until then a day's reads by thing go through its type index.
+   * The closed days' column cache is built here too when this store builds it
+   * inline (in process); beside the writer thread, a thread of its own builds it
+   * (`columns-thread.ts`), so that a day's parse never holds the inserts up.
+   * Forced (tests, benches, tools), every closed day's columns are built here.
    */
   maintain(force = false): void {
     const now = this.clock();
@@ -313,36 +362,8 @@ export class ObservationPartitions {
     this.lastMaintained = now;
     const open = this.db.prepare<[], { day: number }>("SELECT day FROM observation_partitions WHERE indexed = 0").all();
     for (const { day } of open) if (closed(day, now)) this.indexThings(day);
-    this.storeColumns(force ? Infinity : COLUMN_DAYS_PER_PASS);
-  }
-
-  /**
-   * Stores the column cache of closed days that have none or one of rows since
-   * changed (late rows, retention), newest first, at most `days` of them: a pass
-   * after a batch takes a day's worth of parsing (about a second for 166,000
-   * rows), not every day of a store upgraded or loaded in bulk at once.
-   */
-  private storeColumns(days: number): void {
-    const prepare: Prepare = (sql) => this.db.prepare(sql);
-    const closedDays = this.db
-      .prepare<[], { day: number; token: string | null }>(
-        `SELECT p.day, c.token FROM observation_partitions p LEFT JOIN observation_columns c ON c.day = p.day
-         WHERE p.indexed = 1 ORDER BY p.day DESC`,
-      )
-      .all();
-    let built = 0;
-    for (const { day, token } of closedDays) {
-      if (built >= days) return;
-      this.db.transaction(() => {
-        const current = columnsToken(prepare, day);
-        if (current === undefined || current === token) return;
-        const { layout, data } = buildColumns(prepare, day, () => {}).toStored();
-        this.db
-          .prepare("INSERT OR REPLACE INTO observation_columns (day, token, layout, data) VALUES (?, ?, ?, ?)")
-          .run(day, current, layout, data);
-        built++;
-      })();
-    }
+    if (force) storeDayColumns(this.db, Infinity);
+    else if (this.columnsInline) storeDayColumns(this.db, COLUMN_DAYS_PER_PASS);
   }
 
   private insertStatement(day: number): Statement {

@@ -16,7 +16,8 @@ db.pragma("journal_mode = WAL");
 db.pragma("synchronous = NORMAL");
 db.pragma("busy_timeout = 5000");
 db.pragma("cache_size = -65536");
-const partitions = new ObservationPartitions(db);
+// The column cache is built by a thread of its own (`columns-thread.ts`), not between inserts.
+const partitions = new ObservationPartitions(db, Date.now, false);
 const port = parentPort!;
 
 port.on("message", (request: WriterRequest) => {

@@ -1,7 +1,13 @@
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
 import { ThreadCalls } from "../store/index.js";
-import { toColumns, type ObservationColumns } from "./partitions.js";
+import type { ColumnsThreadData } from "./columns-thread.js";
+import { MAINTAIN_EVERY_MS, toColumns, type ObservationColumns } from "./partitions.js";
 import type { ObservationStore } from "./store.js";
 import type { StoredObservationInput } from "./types.js";
+
+/** Nice steps of the column builder, as FIND threads: background work. */
+const COLUMN_BUILDER_NICE = 10;
 
 export interface WriterData {
   file: string;
@@ -24,13 +30,21 @@ export type WriterRequest =
  */
 export class ThreadedObservationStore implements ObservationStore {
   private readonly thread: ThreadCalls<WriterRequest>;
+  /** Builds the closed days' column cache beside the writer (`columns-thread.ts`), never in its way. */
+  private readonly columnBuilder: Worker;
 
-  constructor(file: string) {
+  constructor(file: string, columnsEveryMs = MAINTAIN_EVERY_MS) {
     this.thread = new ThreadCalls(
       new URL("./writer.mjs", import.meta.url),
       { file } satisfies WriterData,
       "observation writer",
     );
+    this.columnBuilder = new Worker(fileURLToPath(new URL("./column-builder.mjs", import.meta.url)), {
+      workerData: { file, niceIncrement: COLUMN_BUILDER_NICE, everyMs: columnsEveryMs } satisfies ColumnsThreadData,
+    });
+    // It only makes reads faster: a failure leaves FIND reading rows (or building columns itself).
+    this.columnBuilder.on("error", () => {});
+    this.columnBuilder.unref();
   }
 
   async insertBatch(inputs: readonly StoredObservationInput[]): Promise<void> {
@@ -51,6 +65,7 @@ export class ThreadedObservationStore implements ObservationStore {
   }
 
   async close(): Promise<void> {
+    await this.columnBuilder.terminate();
     await this.thread.close({ op: "close" });
   }
 }

@@ -4,7 +4,7 @@ import Database, { type Statement } from "better-sqlite3";
 
 export type Db = Database.Database;
 export { startCheckpointer, type Checkpointer } from "./checkpointer.js";
-export { ThreadCalls, type OmitEach, type ThreadReply } from "./thread.js";
+export { lowerThreadPriority, ThreadCalls, type OmitEach, type ThreadReply } from "./thread.js";
 export {
   RetentionSweeper,
   type RetentionOptions,

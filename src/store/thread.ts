@@ -1,3 +1,5 @@
+import { readlinkSync } from "node:fs";
+import { getPriority, setPriority } from "node:os";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 
@@ -69,5 +71,22 @@ export class ThreadCalls<Request extends { id: number }> {
 
   private settled(): void {
     if (this.waiting.size === 0) this.worker.unref();
+  }
+}
+
+/**
+ * Lowers the calling thread's priority by `increment` nice steps (background work: FIND, the
+ * column cache), so that the engine's and the writer's threads win the CPU when both want it.
+ * Linux gives each thread its own nice value: `/proc/thread-self` names this
+ * thread's id. Elsewhere (or without the permission) the thread keeps the
+ * process's priority, which only matters under CPU contention.
+ */
+export function lowerThreadPriority(increment: number): void {
+  if (increment <= 0) return;
+  try {
+    const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
+    if (Number.isInteger(tid)) setPriority(tid, Math.min(19, getPriority(tid) + increment));
+  } catch {
+    // Not Linux: same priority as the process.
   }
 }

@@ -1,8 +1,7 @@
-import { readlinkSync } from "node:fs";
-import { getPriority, setPriority } from "node:os";
 import { workerData } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { ApiError, type ErrorBody } from "../../errors/index.js";
+import { lowerThreadPriority } from "../../store/index.js";
 import { SqliteObservationReader } from "../reader.js";
 import { timeBudgetExceeded } from "./limits.js";
 import type { Doc } from "./fields.js";
@@ -37,7 +36,7 @@ export interface FindWorkerData {
 }
 
 const { file, niceIncrement } = workerData as FindWorkerData;
-lowerPriority(niceIncrement);
+lowerThreadPriority(niceIncrement);
 // Its own connection, read-only: the database is in WAL mode, so reads here never block the writer.
 const db = new Database(file, { readonly: true, fileMustExist: true });
 db.pragma("busy_timeout = 5000");
@@ -59,20 +58,5 @@ export function runFindTask(task: FindTask): FindOutcome {
   } catch (err) {
     if (err instanceof ApiError) return { error: err.body(), status: err.status };
     throw err;
-  }
-}
-
-/**
- * Linux gives each thread its own nice value: `/proc/thread-self` names this
- * thread's id. Elsewhere (or without the permission) the thread keeps the
- * process's priority, which only matters under CPU contention.
- */
-function lowerPriority(increment: number): void {
-  if (increment <= 0) return;
-  try {
-    const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
-    if (Number.isInteger(tid)) setPriority(tid, Math.min(19, getPriority(tid) + increment));
-  } catch {
-    // Not Linux: same priority as the process.
   }
 }
