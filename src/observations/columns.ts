@@ -17,7 +17,7 @@
 const EMPTY_OBJECT = {};
 
 /** Values of one leaf path, one per row (in the day's row order). */
-type LeafColumn =
+export type LeafColumn =
   /** Numbers; NaN where the row has none (JSON has no NaN). */
   | { kind: "number"; values: Float64Array }
   /** Strings by their index in `dictionary`; -1 where the row has none. */
@@ -211,6 +211,11 @@ export class DayColumns {
       if (column) out.push({ keys: path.split("."), column });
     }
     return out;
+  }
+
+  /** The column of a leaf path, undefined where no row holds a value there; answer it only where `projection` allows. */
+  leaf(path: string): LeafColumn | undefined {
+    return this.leaves.get(path);
   }
 
   /** The first row at or after `ts` (`atToo`), or after it: a window's bounds, by binary search. */
