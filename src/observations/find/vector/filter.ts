@@ -27,16 +27,18 @@ export interface RowScope {
 export function matchingRows(day: ColumnDay, matcher: Matcher, scope: RowScope, tick: () => void): Int32Array {
   const { columns, from, end } = day;
   const test = rowTest(matcher, columns);
-  const out = new Int32Array(Math.max(0, end - from));
-  if (test === false) return out.subarray(0, 0);
+  if (test === false) return new Int32Array(0);
   const types = DayColumns.mask(columns.thingTypes, scope.thingTypes);
-  const names = scope.thingNames && DayColumns.mask(columns.thingNames, scope.thingNames);
   const thingType = columns.thingType;
-  const thingName = columns.thingName;
+  // Things named: their rows only; else every row of the window.
+  const named = scope.thingNames && columns.rowsOfThings(scope.thingNames, from, end);
+  const count = named ? named.length : Math.max(0, end - from);
+  const out = new Int32Array(count);
   let n = 0;
-  for (let r = from; r < end; r++) {
-    if ((r & 65535) === 0) tick();
-    if (types[thingType[r]!] === 0 || (names && names[thingName[r]!] === 0)) continue;
+  for (let i = 0; i < count; i++) {
+    if ((i & 65535) === 0) tick();
+    const r = named ? named[i]! : from + i;
+    if (types[thingType[r]!] === 0) continue;
     if (test === true || test(r)) out[n++] = r;
   }
   return out.subarray(0, n);
