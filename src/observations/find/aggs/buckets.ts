@@ -51,6 +51,8 @@ function rowsHolder(matches: Matches): Holder<RowSet> {
     count: (s) => s.rows.length,
     empty: () => ({ matches, rows: new Int32Array(0) }),
     merge: (parts) => {
+      // With ids in match order every set is in id order already.
+      if (parts.length === 1 && matches.idAscending) return parts[0]!;
       const rows = new Int32Array(parts.reduce((n, p) => n + p.rows.length, 0));
       let at = 0;
       for (const p of parts) {
@@ -260,20 +262,22 @@ const terms: Builder = (body, b) => {
       return k;
     };
     const missingId = missing === undefined ? -1 : idOf(missing);
-    const keyIds = new Int32Array(set.rows.length).fill(missingId);
+    const n = set.rows.length;
+    const keyIds = new Int32Array(n).fill(missingId);
     if (column.kind === "keyword") {
-      const byCode = new Int32Array(column.dictionary.length).fill(-2);
-      set.rows.forEach((m, i) => {
-        const c = column.codes[m]!;
-        if (c < 0) return;
-        if (byCode[c] === -2) byCode[c] = idOf(column.dictionary[c]);
+      const { codes, dictionary } = column;
+      const byCode = new Int32Array(dictionary.length).fill(-2);
+      for (let i = 0; i < n; i++) {
+        const c = codes[set.rows[i]!]!;
+        if (c < 0) continue;
+        if (byCode[c] === -2) byCode[c] = idOf(dictionary[c]);
         keyIds[i] = byCode[c]!;
-      });
+      }
     } else if (column.kind === "number")
-      set.rows.forEach((m, i) => {
-        const v = column.values[m]!;
+      for (let i = 0; i < n; i++) {
+        const v = column.values[set.rows[i]!]!;
         if (v === v) keyIds[i] = idOf(v);
-      });
+      }
     return reduce(rowsHolder(matches), groupByShard(set, keyIds, keys), (key) => keyFieldsOf(key, format));
   };
   return withRows(docs, rows);
@@ -295,21 +299,18 @@ function groupByShard(set: RowSet, keyIds: Int32Array, keys: unknown[]): Map<unk
     const s = matches.shard[rows[i]!]!;
     if (counts[s * width + k]!++ === 0) firstMet[s]!.push(k);
   }
-  const lists = new Map<number, Int32Array>();
-  const filled = new Int32Array(shards * width);
+  // Each group a slice of one array, in the set's order: counted places, then filled.
+  const starts = new Int32Array(shards * width);
+  for (let g = 1; g < starts.length; g++) starts[g] = starts[g - 1]! + counts[g - 1]!;
+  const at = starts.slice();
+  const grouped = new Int32Array(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const k = keyIds[i]!;
-    if (k < 0) continue;
-    const g = matches.shard[rows[i]!]! * width + k;
-    let list = lists.get(g);
-    if (!list) lists.set(g, (list = new Int32Array(counts[g]!)));
-    list[filled[g]!++] = rows[i]!;
+    if (k >= 0) grouped[at[matches.shard[rows[i]!]! * width + k]!++] = rows[i]!;
   }
+  const group = (g: number): RowSet => ({ matches, rows: grouped.subarray(starts[g]!, starts[g]! + counts[g]!) });
   return firstMet
-    .map(
-      (met, s) =>
-        new Map(met.map((k) => [keys[k], { key: keys[k], docs: { matches, rows: lists.get(s * width + k)! } }])),
-    )
+    .map((met, s) => new Map(met.map((k) => [keys[k], { key: keys[k], docs: group(s * width + k) }])))
     .filter((groups) => groups.size > 0);
 }
 
