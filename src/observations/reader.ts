@@ -141,12 +141,14 @@ export class SqliteObservationReader implements ObservationReader {
       const from = clamp(f.tsFrom);
       const to = clamp(f.tsTo);
       const days: ColumnDay[] = [];
-      if (from <= to)
-        for (const { day, indexed } of this.catalog.all(dayOf(from), dayOf(to))) {
-          const columns = indexed === 1 ? this.columnsOf(day, { tick }) : undefined;
-          if (!columns?.projection(paths)) return undefined;
-          days.push({ columns, from: columns.firstRow(from, true), end: columns.firstRow(to, false) });
-        }
+      const catalog = from <= to ? this.catalog.all(dayOf(from), dayOf(to)) : [];
+      // The open day has no columns: known before any day's columns are loaded.
+      if (catalog.some((d) => d.indexed !== 1)) return undefined;
+      for (const { day } of catalog) {
+        const columns = this.columnsOf(day, { tick });
+        if (!columns?.projection(paths)) return undefined;
+        days.push({ columns, from: columns.firstRow(from, true), end: columns.firstRow(to, false) });
+      }
       return answer(days, (ids) => this.documents(ids, f));
     })();
   }

@@ -148,7 +148,7 @@ export function runFind(
       if (fromColumns !== undefined) return fromColumns;
     } catch (err) {
       if (!(err instanceof NotFromColumns)) throw err;
-      // The documents answer it after all: the buckets counted so far are counted again.
+      // The documents answer it after all (a path of mixed kinds): the count of buckets starts again.
       budget.start(time, started);
     }
   }

@@ -289,15 +289,20 @@ const terms: Builder = (body, b) => {
  */
 function groupByShard(set: RowSet, keyIds: Int32Array, keys: unknown[]): Map<unknown, Bucket<RowSet>>[] {
   const { matches, rows } = set;
+  const shardOf = matches.shard;
   const shards = matches.shards.length;
   const width = keys.length;
   const counts = new Int32Array(shards * width);
   const firstMet: number[][] = Array.from({ length: shards }, () => []);
+  // Each row's group (shard and key) written over its key: the caller's array is done with.
+  const groupOf = keyIds;
   for (let i = 0; i < rows.length; i++) {
     const k = keyIds[i]!;
     if (k < 0) continue;
-    const s = matches.shard[rows[i]!]!;
-    if (counts[s * width + k]!++ === 0) firstMet[s]!.push(k);
+    const s = shardOf[rows[i]!]!;
+    const g = s * width + k;
+    groupOf[i] = g;
+    if (counts[g]!++ === 0) firstMet[s]!.push(k);
   }
   // Each group a slice of one array, in the set's order: counted places, then filled.
   const starts = new Int32Array(shards * width);
@@ -305,8 +310,8 @@ function groupByShard(set: RowSet, keyIds: Int32Array, keys: unknown[]): Map<unk
   const at = starts.slice();
   const grouped = new Int32Array(rows.length);
   for (let i = 0; i < rows.length; i++) {
-    const k = keyIds[i]!;
-    if (k >= 0) grouped[at[matches.shard[rows[i]!]! * width + k]!++] = rows[i]!;
+    const g = groupOf[i]!;
+    if (g >= 0) grouped[at[g]!++] = rows[i]!;
   }
   const group = (g: number): RowSet => ({ matches, rows: grouped.subarray(starts[g]!, starts[g]! + counts[g]!) });
   return firstMet

@@ -41,7 +41,7 @@ function singleValue(reduce: (vals: Collected) => number | null): Builder {
     const src = valueSource(body, b.where, []);
     return withRows(
       (docs) => withString({}, "value", reduce(collect(src, docs)), src),
-      (set) => withString({}, "value", reduce(collectRows(src, set)), src),
+      oncePerRows((set) => withString({}, "value", reduce(collectRows(src, set)), src)),
     );
   };
 }
@@ -103,7 +103,24 @@ function collectRows(src: ValueSource, { matches, rows }: RowSet): Collected {
   const values = matches.numbers(src.field);
   const shard = matches.shard;
   const missing = src.missing;
-  // Counted first per shard, then each value put at its shard's place.
+  // In the bucket's order first: a bucket of one shard (a thing's, a thing type's) is then done.
+  const out: Collected = new Float64Array(rows.length);
+  const first = rows.length > 0 ? shard[rows[0]!]! : -1;
+  let oneShard = true;
+  let n = 0;
+  for (let i = 0; i < rows.length; i++) {
+    const m = rows[i]!;
+    if (shard[m] !== first) oneShard = false;
+    const v = values[m]!;
+    if (v === v) out[n++] = v;
+    else if (missing !== undefined) out[n++] = missing;
+  }
+  if (oneShard) {
+    const one: Collected = out.subarray(0, n);
+    one.shardEnds = rows.length > 0 ? [n] : [];
+    return one;
+  }
+  // Else counted per shard, then each value put at its shard's place.
   const docs = new Int32Array(matches.shards.length);
   const counts = new Int32Array(matches.shards.length);
   for (let i = 0; i < rows.length; i++) {
@@ -120,22 +137,37 @@ function collectRows(src: ValueSource, { matches, rows }: RowSet): Collected {
     total += counts[s]!;
     if (docs[s]! > 0) ends.push(total);
   }
-  const out: Collected = new Float64Array(total);
   for (let i = 0; i < rows.length; i++) {
     const m = rows[i]!;
     const v = values[m]!;
     if (v === v) out[at[shard[m]!]!++] = v;
     else if (missing !== undefined) out[at[shard[m]!]!++] = missing;
   }
-  out.shardEnds = ends;
-  return out;
+  const byShard: Collected = out.subarray(0, total);
+  byShard.shardEnds = ends;
+  return byShard;
+}
+
+/**
+ * A metric over rows, computed once per rows array: a term's bucket answered for its
+ * shard (to order the shard's terms) and again after the merge is the same array when
+ * one shard returned it, and its answer is the same. The aggregation is still run (and
+ * its buckets counted) each time, as over documents.
+ */
+function oncePerRows(answer: (set: RowSet) => Output): (set: RowSet) => Output {
+  const answered = new WeakMap<Int32Array, Output>();
+  return (set) => {
+    let out = answered.get(set.rows);
+    if (!out) answered.set(set.rows, (out = answer(set)));
+    return out;
+  };
 }
 
 const stats: Builder = (body, b) => {
   const src = valueSource(body, b.where, []);
   return withRows(
     (docs) => statsOutput(collect(src, docs), src),
-    (set) => statsOutput(collectRows(src, set), src),
+    oncePerRows((set) => statsOutput(collectRows(src, set), src)),
   );
 };
 
@@ -194,7 +226,7 @@ const extendedStats: Builder = (body, b) => {
   };
   return withRows(
     (docs) => answer(collect(src, docs)),
-    (set) => answer(collectRows(src, set)),
+    oncePerRows((set) => answer(collectRows(src, set))),
   );
 };
 
@@ -327,7 +359,7 @@ const percentiles: Builder = (body, b) => {
   };
   return withRows(
     (docs) => answer(collect(src, docs)),
-    (set) => answer(collectRows(src, set)),
+    oncePerRows((set) => answer(collectRows(src, set))),
   );
 };
 
