@@ -65,8 +65,8 @@ export class DayColumns {
   private readonly unanswerable: Set<string>;
   /** Bytes held, for the cache's bound. */
   readonly bytes: number;
-  /** Rows by thing name (`rowsOfThings`), built when a query first names things. */
-  private byThing: { starts: Int32Array; rows: Int32Array } | undefined;
+  /** Rows by thing name and by thing type (`rowsOf`), each built when a query first reads a part of the day by it. */
+  private readonly grouped: { thingName?: GroupedRows; thingType?: GroupedRows } = {};
 
   private constructor(parts: ColumnParts) {
     this.ts = parts.ts;
@@ -78,8 +78,8 @@ export class DayColumns {
     this.leaves = parts.leaves;
     this.objects = parts.objects;
     this.unanswerable = parts.unanswerable;
-    // ts, id, thing type and name codes, and the rows by thing name once built.
-    let bytes = this.ts.length * (8 + 8 + 4 + 4 + 4);
+    // ts, id, thing type and name codes, and the rows by thing name and type once built.
+    let bytes = this.ts.length * (8 + 8 + 4 + 4 + 4 + 4);
     for (const column of this.leaves.values())
       bytes +=
         column.kind === "number"
@@ -235,15 +235,16 @@ export class DayColumns {
   }
 
   /**
-   * The rows from `from` to `end` (excluded) of the things named, ascending: the day's
-   * rows grouped by thing name once (a counting sort), so that a query of a few things
-   * reads their rows only.
+   * The rows from `from` to `end` (excluded) whose thing name (or type) is one of `values`,
+   * ascending: the day's rows grouped by it once (a counting sort), so that a query of a
+   * few things, or of one thing type of several, reads their rows only.
    */
-  rowsOfThings(names: readonly string[], from: number, end: number): Int32Array {
-    const byThing = (this.byThing ??= groupRows(this.thingName, this.thingNames.length));
-    const codes = new Map(this.thingNames.map((name, code) => [name, code]));
+  rowsOf(by: "thingName" | "thingType", values: readonly string[], from: number, end: number): Int32Array {
+    const dictionary = by === "thingName" ? this.thingNames : this.thingTypes;
+    const byThing = (this.grouped[by] ??= groupRows(this[by], dictionary.length));
+    const codes = new Map(dictionary.map((name, code) => [name, code]));
     const parts: Int32Array[] = [];
-    for (const name of new Set(names)) {
+    for (const name of new Set(values)) {
       const code = codes.get(name);
       if (code === undefined) continue;
       const rows = byThing.rows.subarray(byThing.starts[code]!, byThing.starts[code + 1]!);
@@ -286,7 +287,12 @@ export class DayColumns {
 }
 
 /** Row numbers grouped by code, each group ascending: `rows[starts[c]..starts[c + 1])` hold code `c`. */
-function groupRows(codes: Int32Array, distinct: number): { starts: Int32Array; rows: Int32Array } {
+interface GroupedRows {
+  starts: Int32Array;
+  rows: Int32Array;
+}
+
+function groupRows(codes: Int32Array, distinct: number): GroupedRows {
   const starts = new Int32Array(distinct + 1);
   for (let r = 0; r < codes.length; r++) starts[codes[r]! + 1]!++;
   for (let c = 0; c < distinct; c++) starts[c + 1]! += starts[c]!;

@@ -30,8 +30,12 @@ export function matchingRows(day: ColumnDay, matcher: Matcher, scope: RowScope, 
   if (test === false) return new Int32Array(0);
   const types = DayColumns.mask(columns.thingTypes, scope.thingTypes);
   const thingType = columns.thingType;
-  // Things named: their rows only; else every row of the window.
-  const named = scope.thingNames && columns.rowsOfThings(scope.thingNames, from, end);
+  // Things named: their rows only; one thing type of several: its rows (one group, no merge); else the window.
+  const named = scope.thingNames
+    ? columns.rowsOf("thingName", scope.thingNames, from, end)
+    : scope.thingTypes.length === 1 && types.includes(0)
+      ? columns.rowsOf("thingType", scope.thingTypes, from, end)
+      : undefined;
   const count = named ? named.length : Math.max(0, end - from);
   const out = new Int32Array(count);
   let n = 0;
