@@ -1,11 +1,12 @@
 /**
  * Where FIND's time goes on wide ranges: bench/find's observations (N, default
  * 1,000,000, over 30 days) in a store of this process, the closed days' columns
- * built as the writer builds them, then bench/find's 7-day and 30-day queries
- * (and the last 20 of one thing) timed from the rows (the store's reader made to
- * hand out whole rows, as FIND read before the column cache) and from the
- * columns, alternated, medians; with PROFILE=<file>, a CPU profile of the
- * column runs and its self time per function.
+ * built as the writer builds them, then bench/find's dashboard queries timed
+ * from the rows (the store's reader made to hand out whole rows, as FIND read
+ * before the column cache), from the columns as one cut-down document per row
+ * (the reader without `columnScan`), and from the columns without a document per
+ * row (find/vector), alternated, medians; with PROFILE=<file>, a CPU profile of
+ * the last and its self time per function.
  * Rerun: npx tsx bench/find/profile.ts (BENCH_FIND_ROWS=300000 to scale down).
  * For function names with lines, compile with tsc first and run the output with node.
  */
@@ -34,7 +35,23 @@ for (let i = 0; i < ROWS; i += 50_000) {
 await store.maintain();
 
 const since = (from: number) => ({ range: { timestamp: { gte: new Date(from).toISOString() } } });
+const oneDay = {
+  range: {
+    timestamp: { gte: new Date(START + 10 * DAY).toISOString(), lt: new Date(START + 11 * DAY).toISOString() },
+  },
+};
 const QUERIES: Record<string, unknown> = {
+  "one day, 1h histogram with avg+max, top things": {
+    size: 0,
+    query: { bool: { filter: [oneDay, { term: { thingType: "3" } }] } },
+    aggs: {
+      per_hour: {
+        date_histogram: { field: "timestamp", interval: "1h" },
+        aggs: { avg: { avg: { field: "state.temp" } }, max: { max: { field: "state.temp" } } },
+      },
+      things: { terms: { field: "thingName", size: 10 } },
+    },
+  },
   "7 days, terms thingName ordered by avg temp": {
     size: 0,
     query: { bool: { filter: [since(START + (DAYS - 7) * DAY)] } },
@@ -60,6 +77,11 @@ const QUERIES: Record<string, unknown> = {
     query: { bool: { filter: [since(START), { term: { thingName: "thing-4-7" } }] } },
     sort: [{ timestamp: "desc" }],
   },
+  "one day, hot readings count and geo bounds": {
+    size: 0,
+    query: { bool: { filter: [oneDay, { range: { "state.temp": { gte: 30 } } }] } },
+    aggs: { g: { geo_bounds: { field: "state.latlng" } } },
+  },
 };
 
 /** The same store handing out whole rows: FIND as it read before the column cache. */
@@ -68,6 +90,12 @@ const fromRows: ObservationReader = {
   exportPage: (...page) => reader.exportPage(...page),
   scan: (f, visitor, finish) =>
     reader.scan(f, { paths: undefined, row: visitor.row, projected: visitor.projected, tick: visitor.tick }, finish),
+};
+/** The columns read as cut-down documents, one per row (find/vector's column path left out). */
+const documentsFromColumns: ObservationReader = {
+  candidates: (f, limit) => reader.candidates(f, limit),
+  exportPage: (...page) => reader.exportPage(...page),
+  scan: (f, visitor, finish) => reader.scan(f, visitor, finish),
 };
 const timed = (r: ObservationReader, q: unknown): number => {
   const started = performance.now();
@@ -80,19 +108,19 @@ console.log(
   `machine: ${cpus()[0]?.model ?? "unknown"}, ${cpus().length} cores, Node ${process.version}, ${new Date().toISOString()}; load average ${loadavg()[0]!.toFixed(1)}`,
 );
 console.log(`rerun: npx tsx bench/find/profile.ts (BENCH_FIND_ROWS=${ROWS}); medians of ${RUNS}, alternated`);
-console.log("| query | from the rows ms | from the columns ms | columns / rows |");
-console.log("|---|---|---|---|");
+console.log(
+  "| query | from the rows ms | columns, a document per row ms | columns, no document per row ms | last / rows | last / middle |",
+);
+console.log("|---|---|---|---|---|---|");
 for (const [name, q] of Object.entries(QUERIES)) {
-  timed(reader, q);
-  timed(fromRows, q);
-  const rows: number[] = [];
-  const columns: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    rows.push(timed(fromRows, q));
-    columns.push(timed(reader, q));
-  }
-  const [r, c] = [median(rows), median(columns)];
-  console.log(`| ${name} | ${r.toFixed(0)} | ${c.toFixed(0)} | ${(c / r).toFixed(2)} |`);
+  const readers = [fromRows, documentsFromColumns, reader];
+  for (const r of readers) timed(r, q);
+  const times: number[][] = readers.map(() => []);
+  for (let i = 0; i < RUNS; i++) readers.forEach((r, k) => times[k]!.push(timed(r, q)));
+  const [r, d, c] = times.map(median) as [number, number, number];
+  console.log(
+    `| ${name} | ${r.toFixed(0)} | ${d.toFixed(0)} | ${c.toFixed(0)} | ${(c / r).toFixed(3)} | ${(c / d).toFixed(3)} |`,
+  );
 }
 console.log(`load average at the end ${loadavg()[0]!.toFixed(1)}`);
 

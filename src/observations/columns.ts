@@ -17,7 +17,7 @@
 const EMPTY_OBJECT = {};
 
 /** Values of one leaf path, one per row (in the day's row order). */
-type LeafColumn =
+export type LeafColumn =
   /** Numbers; NaN where the row has none (JSON has no NaN). */
   | { kind: "number"; values: Float64Array }
   /** Strings by their index in `dictionary`; -1 where the row has none. */
@@ -65,6 +65,8 @@ export class DayColumns {
   private readonly unanswerable: Set<string>;
   /** Bytes held, for the cache's bound. */
   readonly bytes: number;
+  /** Rows by thing name and by thing type (`rowsOf`), each built when a query first reads a part of the day by it. */
+  private readonly grouped: { thingName?: GroupedRows; thingType?: GroupedRows } = {};
 
   private constructor(parts: ColumnParts) {
     this.ts = parts.ts;
@@ -76,7 +78,8 @@ export class DayColumns {
     this.leaves = parts.leaves;
     this.objects = parts.objects;
     this.unanswerable = parts.unanswerable;
-    let bytes = this.ts.length * (8 + 8 + 4 + 4);
+    // ts, id, thing type and name codes, and the rows by thing name and type once built.
+    let bytes = this.ts.length * (8 + 8 + 4 + 4 + 4 + 4);
     for (const column of this.leaves.values())
       bytes +=
         column.kind === "number"
@@ -213,6 +216,11 @@ export class DayColumns {
     return out;
   }
 
+  /** The column of a leaf path, undefined where no row holds a value there; answer it only where `projection` allows. */
+  leaf(path: string): LeafColumn | undefined {
+    return this.leaves.get(path);
+  }
+
   /** The first row at or after `ts` (`atToo`), or after it: a window's bounds, by binary search. */
   firstRow(ts: number, atToo: boolean): number {
     let lo = 0;
@@ -224,6 +232,32 @@ export class DayColumns {
       else hi = mid;
     }
     return lo;
+  }
+
+  /**
+   * The rows from `from` to `end` (excluded) whose thing name (or type) is one of `values`,
+   * ascending: the day's rows grouped by it once (a counting sort), so that a query of a
+   * few things, or of one thing type of several, reads their rows only.
+   */
+  rowsOf(by: "thingName" | "thingType", values: readonly string[], from: number, end: number): Int32Array {
+    const dictionary = by === "thingName" ? this.thingNames : this.thingTypes;
+    const byThing = (this.grouped[by] ??= groupRows(this[by], dictionary.length));
+    const codes = new Map(dictionary.map((name, code) => [name, code]));
+    const parts: Int32Array[] = [];
+    for (const name of new Set(values)) {
+      const code = codes.get(name);
+      if (code === undefined) continue;
+      const rows = byThing.rows.subarray(byThing.starts[code]!, byThing.starts[code + 1]!);
+      parts.push(rows.subarray(lowerBound(rows, from), lowerBound(rows, end)));
+    }
+    if (parts.length === 1) return parts[0]!;
+    const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out.sort();
   }
 
   /** Row `row`'s document cut down to a projection's paths. */
@@ -250,6 +284,34 @@ export class DayColumns {
     dictionary.forEach((v, i) => (mask[i] = wanted.has(v) ? 1 : 0));
     return mask;
   }
+}
+
+/** Row numbers grouped by code, each group ascending: `rows[starts[c]..starts[c + 1])` hold code `c`. */
+interface GroupedRows {
+  starts: Int32Array;
+  rows: Int32Array;
+}
+
+function groupRows(codes: Int32Array, distinct: number): GroupedRows {
+  const starts = new Int32Array(distinct + 1);
+  for (let r = 0; r < codes.length; r++) starts[codes[r]! + 1]!++;
+  for (let c = 0; c < distinct; c++) starts[c + 1]! += starts[c]!;
+  const at = starts.slice(0, distinct);
+  const rows = new Int32Array(codes.length);
+  for (let r = 0; r < codes.length; r++) rows[at[codes[r]!]!++] = r;
+  return { starts, rows };
+}
+
+/** The first index of ascending `values` at or above `v`. */
+function lowerBound(values: Int32Array, v: number): number {
+  let lo = 0;
+  let hi = values.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (values[mid]! < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 function takeApart(

@@ -40,6 +40,13 @@ export interface CandidateVisitor {
   tick(): void;
 }
 
+/** The rows of one closed day in a window: `from` to `end` (excluded) of its columns, still to be cut by thing type and name. */
+export interface ColumnDay {
+  columns: DayColumns;
+  from: number;
+  end: number;
+}
+
 /** Documents by id as JSON text, read from the scan's snapshot (the hits of a page). */
 export type DocumentLoader = (ids: readonly number[]) => Map<number, string>;
 
@@ -53,6 +60,17 @@ export interface ObservationReader {
    * same snapshot, none dropped half-way by retention.
    */
   scan<T>(f: CandidateFilter, visitor: CandidateVisitor, finish: (documents: DocumentLoader) => T): T;
+  /**
+   * The window as slices of closed days' columns when every day it spans is closed
+   * and its columns answer `paths` exactly, `answer` then called in the same read
+   * transaction; undefined otherwise (the caller scans). Readers without columns leave it out.
+   */
+  columnScan?<T>(
+    f: CandidateFilter,
+    paths: ReadonlySet<string>,
+    tick: () => void,
+    answer: (days: ColumnDay[], documents: DocumentLoader) => T,
+  ): T | undefined;
   /** One page of an export in (ts, id) order after the given position, so a long export reads in short statements. */
   exportPage(
     scope: { thingType?: string; things?: readonly string[] },
@@ -113,6 +131,28 @@ export class SqliteObservationReader implements ObservationReader {
     })();
   }
 
+  columnScan<T>(
+    f: CandidateFilter,
+    paths: ReadonlySet<string>,
+    tick: () => void,
+    answer: (days: ColumnDay[], documents: DocumentLoader) => T,
+  ): T | undefined {
+    return this.db.transaction(() => {
+      const from = clamp(f.tsFrom);
+      const to = clamp(f.tsTo);
+      const days: ColumnDay[] = [];
+      const catalog = from <= to ? this.catalog.all(dayOf(from), dayOf(to)) : [];
+      // The open day has no columns: known before any day's columns are loaded.
+      if (catalog.some((d) => d.indexed !== 1)) return undefined;
+      for (const { day } of catalog) {
+        const columns = this.columnsOf(day, { tick });
+        if (!columns?.projection(paths)) return undefined;
+        days.push({ columns, from: columns.firstRow(from, true), end: columns.firstRow(to, false) });
+      }
+      return answer(days, (ids) => this.documents(ids, f));
+    })();
+  }
+
   private scanDays(f: CandidateFilter, visitor: CandidateVisitor): void {
     const names = f.thingNames;
     const lists = names ? [JSON.stringify(f.thingTypes), JSON.stringify(names)] : [JSON.stringify(f.thingTypes)];
@@ -148,7 +188,7 @@ export class SqliteObservationReader implements ObservationReader {
    * The columns of a closed day: kept from an earlier scan of the same rows, or as
    * the writer stored them, or else taken apart here (within the query's budget).
    */
-  private columnsOf(day: number, visitor: CandidateVisitor): DayColumns | undefined {
+  private columnsOf(day: number, visitor: Pick<CandidateVisitor, "tick">): DayColumns | undefined {
     const prepare: Prepare = (sql) => this.statement(sql, () => sql);
     const token = columnsToken(prepare, day);
     if (token === undefined) return undefined;

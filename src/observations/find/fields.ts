@@ -149,12 +149,17 @@ export function geoAccessor(path: string): (doc: Doc) => GeoPoint[] {
       if (v === null || typeof v !== "object" || Array.isArray(v)) return [];
       v = (v as Record<string, unknown>)[k];
     }
-    if (v === undefined || v === null) return [];
-    const single = toGeoPoint(v);
-    if (single) return [single];
-    if (Array.isArray(v)) return v.map(toGeoPoint).filter((p): p is GeoPoint => p !== undefined);
-    return [];
+    return geoPointsOf(v);
   };
+}
+
+/** The geo points of a field's value: one point in any form, or an array of them. */
+export function geoPointsOf(v: unknown): GeoPoint[] {
+  if (v === undefined || v === null) return [];
+  const single = toGeoPoint(v);
+  if (single) return [single];
+  if (Array.isArray(v)) return v.map(toGeoPoint).filter((p): p is GeoPoint => p !== undefined);
+  return [];
 }
 
 /**

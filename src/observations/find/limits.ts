@@ -81,6 +81,13 @@ export interface TimeBudget {
   remainingMs: number;
 }
 
+/** A query that matches more observations than one FIND may hold (`MAX_MATCHES`). */
+export function tooManyMatches(maxMatches: number): ApiError {
+  return badQuery(
+    `more than ${maxMatches.toLocaleString("en")} observations match: narrow the timestamp range, the thing types or the query`,
+  );
+}
+
 /** A request that ran out of time: the query's fault as far as the caller can act on it. */
 export function timeBudgetExceeded(budgetMs: number): ApiError {
   return badQuery(

@@ -28,7 +28,19 @@ import { prefixPattern, regexpPattern, wildcardPattern, type Pattern } from "../
 export interface Matcher {
   test(doc: Doc): boolean;
   score(doc: Doc): number;
+  /** What the clause tests, for the column path (`find/vector`); absent where only a document answers it. */
+  shape?: ClauseShape;
 }
+
+/**
+ * A clause as the column path reads it: `value` matches a document when some value at
+ * `field` passes `test` (the same test the document path applies to each value).
+ */
+export type ClauseShape =
+  | { kind: "all" }
+  | { kind: "none" }
+  | { kind: "value"; field: string; test: (v: unknown) => boolean }
+  | { kind: "bool"; must: Matcher[]; should: Matcher[]; mustNot: Matcher[]; minShould: number };
 
 /**
  * What the clauses every match must satisfy say about the indexed columns:
@@ -54,7 +66,7 @@ export function newPushdown(): Pushdown {
   return { tsFrom: -Infinity, tsTo: Infinity, hasTimestampGte: false };
 }
 
-const MATCH_ALL: Matcher = { test: () => true, score: () => 1 };
+export const MATCH_ALL: Matcher = { test: () => true, score: () => 1, shape: { kind: "all" } };
 
 /**
  * Compiles a query clause. `required` is true where every matching document
@@ -71,10 +83,10 @@ export function compileQuery(q: unknown, outer: QueryContext, required: boolean,
   switch (kind) {
     case "match_all": {
       const boost = boostOf(objectAt(body, kind), kind, []);
-      return boost === 1 ? MATCH_ALL : { test: () => true, score: () => boost };
+      return boost === 1 ? MATCH_ALL : { test: () => true, score: () => boost, shape: { kind: "all" } };
     }
     case "match_none":
-      return { test: () => false, score: () => 0 };
+      return { test: () => false, score: () => 0, shape: { kind: "none" } };
     case "bool":
       return compileBool(objectAt(body, kind), ctx, required, filter);
     case "constant_score": {
@@ -83,7 +95,7 @@ export function compileQuery(q: unknown, outer: QueryContext, required: boolean,
       if (o.filter === undefined) throw badQuery("[constant_score] requires [filter]");
       const inner = compileQuery(o.filter, ctx, required, true);
       const boost = o.boost === undefined ? 1 : numberAt(o.boost, "constant_score.boost");
-      return { test: inner.test, score: () => boost };
+      return { test: inner.test, score: () => boost, shape: inner.shape };
     }
     case "term":
       return compileTerm(body, ctx, required);
@@ -94,8 +106,7 @@ export function compileQuery(q: unknown, outer: QueryContext, required: boolean,
     case "exists": {
       const o = objectAt(body, kind);
       onlyKeys(o, ["field", "boost", "_name"], kind);
-      const get = accessor(stringAt(o.field, "exists.field"));
-      return constant((d) => get(d).some(hasValue), boostOf(o, kind, ["field"]));
+      return valueClause(stringAt(o.field, "exists.field"), hasValue, boostOf(o, kind, ["field"]));
     }
     case "prefix":
       return compileStringMatch(kind, body, (p) => prefixPattern(p));
@@ -142,6 +153,17 @@ function hasValue(v: unknown): boolean {
 
 function constant(test: (d: Doc) => boolean, boost: number): Matcher {
   return { test, score: () => boost };
+}
+
+/** A clause met by a document when some value of `field` passes `test`. */
+function valueClause(field: string, test: (v: unknown) => boolean, boost: number): Matcher {
+  const get = accessor(field);
+  return { test: (d) => get(d).some(test), score: () => boost, shape: { kind: "value", field, test } };
+}
+
+/** A clause the store's read satisfies (pushed down): every candidate matches. */
+function pushed(boost: number): Matcher {
+  return { test: ALWAYS, score: () => boost, shape: { kind: "all" } };
 }
 
 function boostOf(o: Json, where: string, known: string[]): number {
@@ -192,7 +214,7 @@ function compileBool(o: Json, ctx: QueryContext, required: boolean, filter: bool
     for (const m of should) if (m.test(d)) s += m.score(d);
     return s * boost;
   };
-  return { test, score };
+  return { test, score, shape: { kind: "bool", must: [...filt, ...must], should, mustNot, minShould } };
 }
 
 function minimumShouldMatch(v: unknown, n: number): number {
@@ -245,9 +267,8 @@ function compileTerm(body: unknown, ctx: QueryContext, required: boolean): Match
   const [field, value, spec] = fieldClause(body, "term", ["value"]);
   const eq = equalsTest(field, value, ctx);
   const boost = spec.boost === undefined ? 1 : numberAt(spec.boost, "term.boost");
-  if (noteTerms(ctx, required, field, [value])) return constant(ALWAYS, boost);
-  const get = accessor(field);
-  return constant((d) => get(d).some(eq), boost);
+  if (noteTerms(ctx, required, field, [value])) return pushed(boost);
+  return valueClause(field, eq, boost);
 }
 
 function compileTerms(body: unknown, ctx: QueryContext, required: boolean): Matcher {
@@ -260,9 +281,8 @@ function compileTerms(body: unknown, ctx: QueryContext, required: boolean): Matc
     throw overLimit(`[terms.${field}] holds too many values`, FIND_LIMITS.terms, "index.max_terms_count");
   const eqs = values.map((v) => equalsTest(field, v, ctx));
   const boost = o.boost === undefined ? 1 : numberAt(o.boost, "terms.boost");
-  if (noteTerms(ctx, required, field, values)) return constant(ALWAYS, boost);
-  const get = accessor(field);
-  return constant((d) => get(d).some((v) => eqs.some((eq) => eq(v))), boost);
+  if (noteTerms(ctx, required, field, values)) return pushed(boost);
+  return valueClause(field, (v) => eqs.some((eq) => eq(v)), boost);
 }
 
 /**
@@ -291,12 +311,8 @@ function compileStringMatch(
   const [field, value, spec] = fieldClause(body, kind, ["value", kind], ["rewrite", ...extra]);
   const where = `${kind}.${field}`;
   const pattern = make(stringAt(value, where), where);
-  const get = accessor(field);
   const boost = spec.boost === undefined ? 1 : numberAt(spec.boost, `${kind}.boost`);
-  return constant(
-    (d) => get(d).some((v) => (typeof v === "string" || typeof v === "number") && pattern.test(String(v))),
-    boost,
-  );
+  return valueClause(field, (v) => (typeof v === "string" || typeof v === "number") && pattern.test(String(v)), boost);
 }
 
 /** State strings are mapped as keywords, so `match` compares the whole value, as ES does on a keyword field. */
@@ -316,8 +332,7 @@ function compileMatch(body: unknown, ctx: QueryContext, required: boolean): Matc
     eq = () => false;
   }
   noteTerms(ctx, required, field, [value]);
-  const get = accessor(field);
-  return constant((d) => get(d).some(eq), spec.boost === undefined ? 1 : numberAt(spec.boost, "match.boost"));
+  return valueClause(field, eq, spec.boost === undefined ? 1 : numberAt(spec.boost, "match.boost"));
 }
 
 // ---------------------------------------------------------------- range
@@ -352,7 +367,6 @@ function compileRange(body: unknown, ctx: QueryContext, required: boolean): Matc
   const lowerRaw = spec.gte ?? spec.gt ?? spec.from;
   const upperRaw = spec.lte ?? spec.lt ?? spec.to;
   const boost = spec.boost === undefined ? 1 : numberAt(spec.boost, `range.${field}.boost`);
-  const get = accessor(field);
   const date = isDateField(field);
   const format = spec.format === undefined ? undefined : parseFormat(stringAt(spec.format, "range.format"));
   if (spec.format !== undefined && !format)
@@ -378,9 +392,9 @@ function compileRange(body: unknown, ctx: QueryContext, required: boolean): Matc
       ctx.pushdown.tsTo = Math.min(ctx.pushdown.tsTo, max);
       if (spec.gte !== undefined) ctx.pushdown.hasTimestampGte = true;
       // The ts column is the document's timestamp: every candidate row is inside this range.
-      return constant(ALWAYS, boost);
+      return pushed(boost);
     }
-    return constant((d) => get(d).some((v) => typeof v === "number" && v >= min && v <= max), boost);
+    return valueClause(field, (v) => typeof v === "number" && v >= min && v <= max, boost);
   }
   const cmp = (bound: unknown): ((v: unknown) => number | undefined) => {
     const n = toNumber(bound);
@@ -401,7 +415,7 @@ function compileRange(body: unknown, ctx: QueryContext, required: boolean): Matc
     }
     return true;
   };
-  return constant((d) => get(d).some(inRange), boost);
+  return valueClause(field, inRange, boost);
 }
 
 // ---------------------------------------------------------------- geo

@@ -4,11 +4,9 @@ import { compileAggs, type Agg, type AggContext } from "./aggs/index.js";
 import { badQuery, intAt, isObject, type Json } from "./errors.js";
 import { notingFields, type Doc, type FieldUse } from "./fields.js";
 import { compileSort, compileSource, hitOf, sortValuesOf, type Sorter } from "./hits.js";
-import { FIND_LIMITS, QueryBudget, checkJsonDepth, overLimit, type TimeBudget } from "./limits.js";
-import { compileQuery, newPushdown, type Matcher, type Pushdown } from "./query.js";
-
-/** ES's answer to a search request without a query: every document, each scored 1. */
-const MATCH_ALL: Matcher = { test: () => true, score: () => 1 };
+import { FIND_LIMITS, QueryBudget, checkJsonDepth, overLimit, tooManyMatches, type TimeBudget } from "./limits.js";
+import { MATCH_ALL, compileQuery, newPushdown, type Matcher, type Pushdown } from "./query.js";
+import { NotFromColumns, answersFromColumns, runFromColumns, type Found } from "./vector/index.js";
 
 /** The request keys FIND understands; anything else is refused by name. */
 const REQUEST_KEYS = ["query", "aggs", "aggregations", "size", "from", "sort", "_source", "track_scores", "timeout"];
@@ -37,6 +35,8 @@ export interface FindPlan {
   budget: QueryBudget;
   /** The document fields the query, aggregations and sort read: all a match needs to keep. */
   fields: FieldUse;
+  /** Whether the plan has a column form (find/vector): closed days then answer without a document per row. */
+  fromColumns: boolean;
 }
 
 /**
@@ -72,7 +72,9 @@ export function planFind(request: unknown, now: number, { requireTimestamp = tru
     throw badQuery("[track_scores] must be a boolean");
   // Last: the clauses above refuse deep nesting by name; this catches it where nothing is compiled (`meta`).
   checkJsonDepth(request, FIND_LIMITS.jsonDepth);
+  const trackScores = request.track_scores === true;
   return {
+    fromColumns: answersFromColumns({ matcher, aggs, size, from, sorter, trackScores, fields }),
     budget,
     pushdown,
     matcher,
@@ -82,7 +84,7 @@ export function planFind(request: unknown, now: number, { requireTimestamp = tru
     from,
     sorter,
     fields,
-    trackScores: request.track_scores === true,
+    trackScores,
     source: compileSource(request._source),
   };
 }
@@ -113,7 +115,8 @@ export function runFind(
   const types = p.thingTypes ? scope.thingTypes.filter((t) => p.thingTypes!.has(t)) : scope.thingTypes;
   const matches: Doc[] = [];
   const empty = types.length === 0 || p.tsFrom > p.tsTo || (p.thingNames !== undefined && p.thingNames.size === 0);
-  if (empty) return answer(matches, plan, scope.thingTypes.length, started);
+  const shards = scope.thingTypes.length;
+  if (empty) return answer(allOf(matches), plan, shards, started);
   const m = plan.matcher;
   const paths = plan.fields.wholeSource ? undefined : plan.fields.paths;
   // A `__proto__` key cannot be copied as data: such a request keeps whole documents.
@@ -121,10 +124,7 @@ export function runFind(
   const keep = (doc: Doc): void => {
     if (!m.test(doc)) return;
     doc.score = m.score(doc);
-    if (matches.length === maxMatches)
-      throw badQuery(
-        `more than ${maxMatches.toLocaleString("en")} observations match: narrow the timestamp range, the thing types or the query`,
-      );
+    if (matches.length === maxMatches) throw tooManyMatches(maxMatches);
     if (cut) doc.source = cut(doc.source);
     matches.push(doc);
   };
@@ -134,6 +134,24 @@ export function runFind(
     thingTypes: types,
     thingNames: p.thingNames ? [...p.thingNames] : undefined,
   };
+  if (plan.fromColumns && paths && cut) {
+    try {
+      const fromColumns = runFromColumns(
+        reader,
+        plan,
+        filter,
+        paths,
+        maxMatches,
+        () => budget.tick(),
+        (found, documents) => answer(found, plan, shards, started, documents),
+      );
+      if (fromColumns !== undefined) return fromColumns;
+    } catch (err) {
+      if (!(err instanceof NotFromColumns)) throw err;
+      // The documents answer it after all (a path of mixed kinds): the count of buckets starts again.
+      budget.start(time, started);
+    }
+  }
   return reader.scan(
     filter,
     {
@@ -148,7 +166,7 @@ export function runFind(
         keep({ id, thingType, source, score: 0 });
       },
     },
-    (documents) => answer(matches, plan, scope.thingTypes.length, started, paths ? documents : undefined),
+    (documents) => answer(allOf(matches), plan, shards, started, paths ? documents : undefined),
   );
 }
 
@@ -210,22 +228,27 @@ export function searchDocs(plan: FindPlan, docs: readonly Doc[], shards: number,
     doc.score = plan.matcher.score(doc);
     matches.push(doc);
   }
-  return answer(matches, plan, shards, started);
+  return answer(allOf(matches), plan, shards, started);
+}
+
+/** Matches held as documents: the page is chosen from all of them, the aggregations run over them. */
+function allOf(matches: Doc[]): Found {
+  return { page: matches, total: matches.length, aggregate: (a) => a.run(matches) };
 }
 
 /** `documents` reads the whole documents of the page's hits when the matches hold them cut down. */
-function answer(matches: Doc[], plan: FindPlan, shards: number, started: number, documents?: DocumentLoader): Json {
-  const hits = pageOf(matches, plan, documents);
+function answer(found: Found, plan: FindPlan, shards: number, started: number, documents?: DocumentLoader): Json {
+  const hits = pageOf(found.page, plan, documents);
   const response: Json = {
     took: 0,
     timed_out: false,
     _shards: { total: shards, successful: shards, skipped: 0, failed: 0 },
-    hits: { total: matches.length, max_score: maxScore(matches, plan), hits },
+    hits: { total: found.total, max_score: maxScore(found.page, plan), hits },
   };
   if (plan.aggs.length > 0) {
     plan.aggContext.search.shards = shards;
     const aggregations: Json = {};
-    for (const a of plan.aggs) aggregations[a.name] = a.run(matches);
+    for (const a of plan.aggs) aggregations[a.name] = found.aggregate(a);
     response.aggregations = aggregations;
   }
   response.took = Math.round(performance.now() - started);

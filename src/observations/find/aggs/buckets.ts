@@ -21,7 +21,8 @@ import { badQuery, intAt, isObject, numberAt, objectAt, onlyKeys, stringAt, type
 import { accessor, isDateField, javaDouble, toNumber, type Doc } from "../fields.js";
 import { compileQuery, newPushdown, type Matcher } from "../query.js";
 import { regexpPattern } from "../../../patterns/index.js";
-import type { Agg, BuildContext, Builder, Output } from "./types.js";
+import { inIdOrder, type Matches, type RowSet } from "../vector/matches.js";
+import { withRows, type Agg, type Answer, type BuildContext, type Builder, type Output } from "./types.js";
 import { valueSource } from "./values.js";
 
 function runSubs(subs: Agg[], docs: Doc[], out: Output): Output {
@@ -29,9 +30,47 @@ function runSubs(subs: Agg[], docs: Doc[], out: Output): Output {
   return out;
 }
 
-interface Bucket {
+/** What a bucket holds: documents (`Doc[]`) or rows of the column matches (`RowSet`). */
+interface Holder<S> {
+  count(s: S): number;
+  empty(): S;
+  /** One term's parts from several shards as one, in id order (as ES reduces them). */
+  merge(parts: S[]): S;
+  runSubs(subs: Agg[], s: S, out: Output): Output;
+}
+
+const DOCS: Holder<Doc[]> = {
+  count: (docs) => docs.length,
+  empty: () => [],
+  merge: (parts) => parts.flat().sort((x, y) => x.id - y.id),
+  runSubs,
+};
+
+function rowsHolder(matches: Matches): Holder<RowSet> {
+  return {
+    count: (s) => s.rows.length,
+    empty: () => ({ matches, rows: new Int32Array(0) }),
+    merge: (parts) => {
+      // With ids in match order every set is in id order already.
+      if (parts.length === 1 && matches.idAscending) return parts[0]!;
+      const rows = new Int32Array(parts.reduce((n, p) => n + p.rows.length, 0));
+      let at = 0;
+      for (const p of parts) {
+        rows.set(p.rows, at);
+        at += p.rows.length;
+      }
+      return { matches, rows: inIdOrder(matches, rows) };
+    },
+    runSubs: (subs, set, out) => {
+      for (const s of subs) out[s.name] = s.rows!(set);
+      return out;
+    },
+  };
+}
+
+interface Bucket<S = Doc[]> {
   key: unknown;
-  docs: Doc[];
+  docs: S;
   extra?: Output;
 }
 
@@ -73,12 +112,17 @@ function compareKeys(a: unknown, b: unknown): number {
   return sa < sb ? -1 : sa > sb ? 1 : 0;
 }
 
-function sortBuckets(rendered: { bucket: Bucket; out: Output }[], order: Order, tieByKey: boolean): void {
+function sortBuckets<S>(
+  h: Holder<S>,
+  rendered: { bucket: Bucket<S>; out: Output }[],
+  order: Order,
+  tieByKey: boolean,
+): void {
   rendered.sort((x, y) => {
     for (const o of order) {
       let c: number;
       if (o.path === "_key") c = compareKeys(x.bucket.key, y.bucket.key);
-      else if (o.path === "_count") c = x.bucket.docs.length - y.bucket.docs.length;
+      else if (o.path === "_count") c = h.count(x.bucket.docs) - h.count(y.bucket.docs);
       else c = orderValue(x.out, o.path) - orderValue(y.out, o.path);
       if (c !== 0) return o.desc ? -c : c;
     }
@@ -86,8 +130,8 @@ function sortBuckets(rendered: { bucket: Bucket; out: Output }[], order: Order, 
   });
 }
 
-function renderBucket(b: Bucket, keyFields: Output, subs: Agg[]): Output {
-  return runSubs(subs, b.docs, { ...keyFields, doc_count: b.docs.length, ...b.extra });
+function renderBucket<S>(h: Holder<S>, b: Bucket<S>, keyFields: Output, subs: Agg[]): Output {
+  return h.runSubs(subs, b.docs, { ...keyFields, doc_count: h.count(b.docs), ...b.extra });
 }
 
 const terms: Builder = (body, b) => {
@@ -141,7 +185,50 @@ const terms: Builder = (body, b) => {
   const first = order[0]!;
   const termOrder = first.path === "_key";
   const countDesc = first.path === "_count" && first.desc;
-  return (docs) => {
+  const renderPerShard = order.some((o) => o.path !== "_key" && o.path !== "_count");
+  /** The buckets of each shard (thing type) merged as ES 5.6 does, whatever holds them. */
+  const reduce = <S>(h: Holder<S>, shards: Iterable<Map<unknown, Bucket<S>>>, keyFields: (key: unknown) => Output) => {
+    const shardSize = explicitShardSize ?? (b.ctx.search.shards > 1 ? Math.floor(size * 1.5 + 10) : size);
+    let errorSum = 0;
+    let other = 0;
+    const merged = new Map<unknown, { key: unknown; parts: S[]; count: number; error: number }>();
+    for (const groups of shards) {
+      const rendered = [...groups.values()].map((bucket) => ({
+        bucket,
+        out: renderPerShard ? renderBucket(h, bucket, keyFields(bucket.key), b.subs) : {},
+      }));
+      sortBuckets(h, rendered, order, true);
+      const top = rendered.slice(0, shardSize);
+      for (const r of rendered.slice(shardSize)) other += h.count(r.bucket.docs);
+      // InternalTerms.doReduce of ES 5.6: a shard that returned a full page may have left out
+      // a term as frequent as its last one; under any order but count or term it is unbounded.
+      const error =
+        top.length < shardSize || termOrder ? 0 : countDesc ? h.count(top[top.length - 1]!.bucket.docs) : -1;
+      errorSum = errorSum === -1 || error === -1 ? -1 : errorSum + error;
+      for (const { bucket } of top) {
+        const m = merged.get(bucket.key);
+        const count = h.count(bucket.docs);
+        if (m) {
+          m.parts.push(bucket.docs);
+          m.count += count;
+          m.error -= error;
+        } else merged.set(bucket.key, { key: bucket.key, parts: [bucket.docs], count, error: -error });
+      }
+    }
+    const kept = [...merged.values()].filter((g) => g.count >= minDocCount);
+    const rendered = kept.map((m) => {
+      const bucket: Bucket<S> = { key: m.key, docs: h.merge(m.parts) };
+      const fields = keyFields(m.key);
+      if (showErrors) fields.doc_count_error_upper_bound = errorSum === -1 ? -1 : m.error + errorSum;
+      return { bucket, out: renderBucket(h, bucket, fields, b.subs) };
+    });
+    sortBuckets(h, rendered, order, true);
+    const shown = rendered.slice(0, size);
+    for (const r of rendered.slice(size)) other += h.count(r.bucket.docs);
+    return { doc_count_error_upper_bound: errorSum, sum_other_doc_count: other, buckets: shown.map((r) => r.out) };
+  };
+  const passes = (key: unknown): boolean => (!include || include(key)) && !(exclude && exclude(key));
+  const docs = (docs: Doc[]): Output => {
     let booleans = false;
     const keyOf = (v: unknown): unknown => {
       if (typeof v === "boolean") booleans = true;
@@ -155,53 +242,82 @@ const terms: Builder = (body, b) => {
       const vs = get(d);
       const keys = vs.length === 0 && missing !== undefined ? [missing] : vs.map(keyOf);
       for (const key of keys) {
-        if (include && !include(key)) continue;
-        if (exclude && exclude(key)) continue;
+        if (!passes(key)) continue;
         let g = groups.get(key);
         if (!g) groups.set(key, (g = { key, docs: [] }));
         if (g.docs[g.docs.length - 1] !== d) g.docs.push(d);
       }
     }
-    const keyFields = (key: unknown): Output => (booleans ? booleanKey(key) : keyFieldsOf(key, format));
-    const shardSize = explicitShardSize ?? (b.ctx.search.shards > 1 ? Math.floor(size * 1.5 + 10) : size);
-    let errorSum = 0;
-    let other = 0;
-    const merged = new Map<unknown, { key: unknown; docs: Doc[]; error: number }>();
-    for (const groups of shards.values()) {
-      const rendered = [...groups.values()].map((bucket) => ({
-        bucket,
-        out: order.some((o) => o.path !== "_key" && o.path !== "_count")
-          ? renderBucket(bucket, keyFields(bucket.key), b.subs)
-          : {},
-      }));
-      sortBuckets(rendered, order, true);
-      const top = rendered.slice(0, shardSize);
-      for (const r of rendered.slice(shardSize)) other += r.bucket.docs.length;
-      // InternalTerms.doReduce of ES 5.6: a shard that returned a full page may have left out
-      // a term as frequent as its last one; under any order but count or term it is unbounded.
-      const error = top.length < shardSize || termOrder ? 0 : countDesc ? top[top.length - 1]!.bucket.docs.length : -1;
-      errorSum = errorSum === -1 || error === -1 ? -1 : errorSum + error;
-      for (const { bucket } of top) {
-        const m = merged.get(bucket.key);
-        if (m) {
-          m.docs.push(...bucket.docs);
-          m.error -= error;
-        } else merged.set(bucket.key, { key: bucket.key, docs: [...bucket.docs], error: -error });
-      }
-    }
-    const kept = [...merged.values()].filter((g) => g.docs.length >= minDocCount);
-    const rendered = kept.map((m) => {
-      const bucket: Bucket = { key: m.key, docs: m.docs.sort((x, y) => x.id - y.id) };
-      const fields = keyFields(m.key);
-      if (showErrors) fields.doc_count_error_upper_bound = errorSum === -1 ? -1 : m.error + errorSum;
-      return { bucket, out: renderBucket(bucket, fields, b.subs) };
-    });
-    sortBuckets(rendered, order, true);
-    const shown = rendered.slice(0, size);
-    for (const r of rendered.slice(size)) other += r.bucket.docs.length;
-    return { doc_count_error_upper_bound: errorSum, sum_other_doc_count: other, buckets: shown.map((r) => r.out) };
+    return reduce(DOCS, shards.values(), (key) => (booleans ? booleanKey(key) : keyFieldsOf(key, format)));
   };
+  /** The same grouping over a column: one value a match, each distinct value tested once. */
+  const rows = (set: RowSet): Output => {
+    const { matches } = set;
+    const column = matches.column(field);
+    const keys: unknown[] = [];
+    const ids = new Map<unknown, number>();
+    const idOf = (key: unknown): number => {
+      let k = ids.get(key);
+      if (k === undefined) ids.set(key, (k = passes(key) ? keys.push(key) - 1 : -1));
+      return k;
+    };
+    const missingId = missing === undefined ? -1 : idOf(missing);
+    const n = set.rows.length;
+    const keyIds = new Int32Array(n).fill(missingId);
+    if (column.kind === "keyword") {
+      const { codes, dictionary } = column;
+      const byCode = new Int32Array(dictionary.length).fill(-2);
+      for (let i = 0; i < n; i++) {
+        const c = codes[set.rows[i]!]!;
+        if (c < 0) continue;
+        if (byCode[c] === -2) byCode[c] = idOf(dictionary[c]);
+        keyIds[i] = byCode[c]!;
+      }
+    } else if (column.kind === "number")
+      for (let i = 0; i < n; i++) {
+        const v = column.values[set.rows[i]!]!;
+        if (v === v) keyIds[i] = idOf(v);
+      }
+    return reduce(rowsHolder(matches), groupByShard(set, keyIds, keys), (key) => keyFieldsOf(key, format));
+  };
+  return withRows(docs, rows);
 };
+
+/**
+ * The rows of a set by shard and key (`keyIds` into `keys`, -1 for none), each group in the
+ * set's order and each shard's keys in the order first met, as the document path groups them.
+ */
+function groupByShard(set: RowSet, keyIds: Int32Array, keys: unknown[]): Map<unknown, Bucket<RowSet>>[] {
+  const { matches, rows } = set;
+  const shardOf = matches.shard;
+  const shards = matches.shards.length;
+  const width = keys.length;
+  const counts = new Int32Array(shards * width);
+  const firstMet: number[][] = Array.from({ length: shards }, () => []);
+  // Each row's group (shard and key) written over its key: the caller's array is done with.
+  const groupOf = keyIds;
+  for (let i = 0; i < rows.length; i++) {
+    const k = keyIds[i]!;
+    if (k < 0) continue;
+    const s = shardOf[rows[i]!]!;
+    const g = s * width + k;
+    groupOf[i] = g;
+    if (counts[g]!++ === 0) firstMet[s]!.push(k);
+  }
+  // Each group a slice of one array, in the set's order: counted places, then filled.
+  const starts = new Int32Array(shards * width);
+  for (let g = 1; g < starts.length; g++) starts[g] = starts[g - 1]! + counts[g - 1]!;
+  const at = starts.slice();
+  const grouped = new Int32Array(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const g = groupOf[i]!;
+    if (g >= 0) grouped[at[g]!++] = rows[i]!;
+  }
+  const group = (g: number): RowSet => ({ matches, rows: grouped.subarray(starts[g]!, starts[g]! + counts[g]!) });
+  return firstMet
+    .map((met, s) => new Map(met.map((k) => [keys[k], { key: keys[k], docs: group(s * width + k) }])))
+    .filter((groups) => groups.size > 0);
+}
 
 /** ES 5.6 answers boolean terms as 1/0 with `key_as_string` "true"/"false". */
 function booleanKey(key: unknown): Output {
@@ -233,29 +349,25 @@ interface HistogramSpec {
   zone: Zone;
 }
 
+/** Where a histogram's values come from when it runs over rows: the field and its value for a match without one. */
+interface HistogramValues {
+  field: string;
+  missing: number | undefined;
+}
+
 function histogramRun(
   body: Json,
   b: BuildContext,
   spec: HistogramSpec,
   getValues: (d: Doc) => number[],
   bounds: { min?: number; max?: number } | undefined,
-): (docs: Doc[]) => Output {
+  source: HistogramValues,
+): Answer {
   const minDocCount = body.min_doc_count === undefined ? 0 : intAt(body.min_doc_count, `${b.where}.min_doc_count`);
   const order = parseOrder(body.order, b.where, [{ path: "_key", desc: false }]);
   const keyed = body.keyed === true;
-  return (docs) => {
-    const groups = new Map<number, Bucket>();
-    for (const d of docs) {
-      let last: number | undefined;
-      for (const v of getValues(d)) {
-        const key = spec.keyOf(v);
-        if (key === last) continue;
-        last = key;
-        let g = groups.get(key);
-        if (!g) groups.set(key, (g = { key, docs: [] }));
-        if (g.docs[g.docs.length - 1] !== d) g.docs.push(d);
-      }
-    }
+  /** From the buckets of the values met: empty buckets, min_doc_count, order, keys, whatever holds them. */
+  const answer = <S>(h: Holder<S>, groups: Map<number, Bucket<S>>): Output => {
     let buckets = [...groups.values()];
     if (minDocCount === 0) {
       const keys = buckets.map((g) => g.key as number);
@@ -269,13 +381,13 @@ function histogramRun(
         // ES's addEmptyBuckets: empty keys follow next() from each real bucket, and every real
         // bucket stays, even one next() would step over (a repeated hour of a DST end).
         const real = [...keys].sort((x, y) => x - y);
-        const filled: Bucket[] = [];
+        const filled: Bucket<S>[] = [];
         let guard = 0;
         let k = lo;
         const fillUntil = (end: number, inclusive: boolean): void => {
           while (k < end || (inclusive && k === end)) {
             if (++guard > 100_000) throw badQuery(`[${b.where}] would create too many buckets`);
-            filled.push({ key: k, docs: [] });
+            filled.push({ key: k, docs: h.empty() });
             k = spec.next(k);
           }
         };
@@ -287,18 +399,100 @@ function histogramRun(
         fillUntil(hi, true);
         buckets = filled;
       }
-    } else buckets = buckets.filter((g) => g.docs.length >= minDocCount);
+    } else buckets = buckets.filter((g) => h.count(g.docs) >= minDocCount);
     const rendered = buckets.map((bucket) => {
       const k = bucket.key as number;
       const keyFields: Output = spec.format ? { key_as_string: spec.format.print(k, spec.zone), key: k } : { key: k };
-      return { bucket, out: renderBucket(bucket, keyFields, b.subs) };
+      return { bucket, out: renderBucket(h, bucket, keyFields, b.subs) };
     });
-    sortBuckets(rendered, order, true);
+    sortBuckets(h, rendered, order, true);
     if (!keyed) return { buckets: rendered.map((r) => r.out) };
     const out: Output = {};
     for (const r of rendered) out[(r.out.key_as_string as string) ?? javaDouble(r.bucket.key as number)] = r.out;
     return { buckets: out };
   };
+  const docs = (docs: Doc[]): Output => {
+    const groups = new Map<number, Bucket>();
+    for (const d of docs) {
+      let last: number | undefined;
+      for (const v of getValues(d)) {
+        const key = spec.keyOf(v);
+        if (key === last) continue;
+        last = key;
+        let g = groups.get(key);
+        if (!g) groups.set(key, (g = { key, docs: [] }));
+        if (g.docs[g.docs.length - 1] !== d) g.docs.push(d);
+      }
+    }
+    return answer(DOCS, groups);
+  };
+  const rows = (set: RowSet): Output => {
+    const { matches } = set;
+    const values = matches.numbers(source.field);
+    return answer(rowsHolder(matches), histogramGroups(set, values, source.missing, spec.keyOf));
+  };
+  return withRows(docs, rows);
+}
+
+/**
+ * A histogram's buckets over rows. Where the values ascend along the set (the matches
+ * are in timestamp order), a bucket is a run of the set found by galloping over the
+ * key: rounding down is monotonic, so the keys of a sorted run of values are too, and
+ * `keyOf` is called a few times a bucket rather than once a row.
+ */
+function histogramGroups(
+  { matches, rows }: RowSet,
+  values: Float64Array,
+  missing: number | undefined,
+  keyOf: (v: number) => number,
+): Map<number, Bucket<RowSet>> {
+  const groups = new Map<number, Bucket<RowSet>>();
+  const n = rows.length;
+  let ascending = true;
+  for (let i = 0; i < n && ascending; i++) {
+    const v = values[rows[i]!]!;
+    if (!(i === 0 ? v === v : v >= values[rows[i - 1]!]!)) ascending = false;
+  }
+  if (ascending) {
+    const keyAt = (i: number): number => keyOf(values[rows[i]!]!);
+    for (let start = 0; start < n;) {
+      const key = keyAt(start);
+      // [lo, hi): lo has the key, hi does not (or is the end).
+      let lo = start;
+      let step = 1;
+      let hi = start + 1;
+      while (hi < n && keyAt(hi) === key) {
+        lo = hi;
+        step *= 2;
+        hi = Math.min(n, lo + step);
+      }
+      while (hi - lo > 1) {
+        const mid = (lo + hi) >>> 1;
+        if (keyAt(mid) === key) lo = mid;
+        else hi = mid;
+      }
+      // A key met again would mean a rounding that is not monotonic: then bucket row by row.
+      if (groups.has(key)) break;
+      groups.set(key, { key, docs: { matches, rows: rows.subarray(start, hi) } });
+      start = hi;
+      if (start === n) return groups;
+    }
+    groups.clear();
+  }
+  const lists = new Map<number, number[]>();
+  for (let i = 0; i < n; i++) {
+    let v = values[rows[i]!]!;
+    if (v !== v) {
+      if (missing === undefined) continue;
+      v = missing;
+    }
+    const key = keyOf(v);
+    const list = lists.get(key);
+    if (list) list.push(rows[i]!);
+    else lists.set(key, [rows[i]!]);
+  }
+  for (const [key, list] of lists) groups.set(key, { key, docs: { matches, rows: Int32Array.from(list) } });
+  return groups;
 }
 
 const histogram: Builder = (body, b) => {
@@ -323,7 +517,7 @@ const histogram: Builder = (body, b) => {
     format: undefined,
     zone: UTC,
   };
-  return histogramRun(body, b, spec, (d) => src.values(d), bounds);
+  return histogramRun(body, b, spec, (d) => src.values(d), bounds, src);
 };
 
 const CALENDAR: Record<string, Unit> = {
@@ -418,7 +612,7 @@ const dateHistogram: Builder = (body, b) => {
     if (out.length === 0 && missing !== undefined) out.push(missing);
     return out;
   };
-  return histogramRun(body, b, spec, values, bounds);
+  return histogramRun(body, b, spec, values, bounds, { field, missing });
 };
 
 function parseOffset(v: unknown, where: string): number {
@@ -472,7 +666,7 @@ function rangeBuckets(
         fields.to = r.to;
         if (format) fields.to_as_string = format.print(r.to, zone);
       }
-      return renderBucket({ key: fields.key, docs: inside }, fields, b.subs);
+      return renderBucket(DOCS, { key: fields.key, docs: inside }, fields, b.subs);
     });
     if (!keyed) return { buckets: out };
     const byKey: Output = {};

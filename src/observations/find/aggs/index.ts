@@ -42,15 +42,24 @@ function compileAgg(name: string, def: Json, ctx: AggContext): Agg {
   const meta = def.meta;
   const budget = ctx.budget;
   // Buckets are counted as each aggregation answers, so an explosion at depth stops early.
-  const run = (docs: Doc[]): Output => {
-    budget.tick();
-    const out = answer(docs);
+  const counted = (out: Output): Output => {
     const buckets = out.buckets;
     if (buckets) budget.addBuckets(Array.isArray(buckets) ? buckets.length : Object.keys(buckets).length);
-    return out;
+    return meta === undefined ? out : { meta, ...out };
   };
+  const rows = answer.rows;
   return {
     name,
-    run: meta === undefined ? run : (docs) => ({ meta, ...run(docs) }),
+    run: (docs: Doc[]) => {
+      budget.tick();
+      return counted(answer(docs));
+    },
+    rows:
+      rows && subs.every((s) => s.rows)
+        ? (set) => {
+            budget.tick();
+            return counted(rows(set));
+          }
+        : undefined,
   };
 }

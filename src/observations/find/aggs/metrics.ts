@@ -4,10 +4,21 @@
  */
 import { UTC } from "../dates.js";
 import { badQuery, intAt, numberAt, onlyKeys, stringAt, type Json } from "../errors.js";
-import { accessor, geoAccessor, javaDouble, noteWholeSource, quantize, type Doc, type GeoPoint } from "../fields.js";
+import {
+  accessor,
+  geoAccessor,
+  geoPointsOf,
+  javaDouble,
+  noteWholeSource,
+  quantize,
+  type Doc,
+  type GeoPoint,
+} from "../fields.js";
 import { compileSort, compileSource, hitOf, sortValuesOf } from "../hits.js";
 import { FIND_LIMITS, overLimit } from "../limits.js";
-import type { Builder, Output } from "./types.js";
+import type { RowSet } from "../vector/matches.js";
+import { NotFromColumns } from "../vector/matches.js";
+import { withRows, type Builder, type Output } from "./types.js";
 import { valueSource, type ValueSource } from "./values.js";
 
 /**
@@ -25,15 +36,18 @@ function withString(out: Output, key: string, value: number | null, src: ValueSo
   return out;
 }
 
-function singleValue(reduce: (vals: number[]) => number | null): Builder {
+function singleValue(reduce: (vals: Collected) => number | null): Builder {
   return (body, b) => {
     const src = valueSource(body, b.where, []);
-    return (docs) => withString({}, "value", reduce(collect(src, docs)), src);
+    return withRows(
+      (docs) => withString({}, "value", reduce(collect(src, docs)), src),
+      oncePerRows((set) => withString({}, "value", reduce(collectRows(src, set)), src)),
+    );
   };
 }
 
 /** Values of a field, shard by shard (thing type by thing type), with where each shard's end. */
-type Collected = number[] & { shardEnds?: number[] };
+type Collected = (number[] | Float64Array) & { shardEnds?: number[] };
 
 /**
  * A sum as ES adds one: Kahan-compensated per shard, then the shards' sums compensated in
@@ -55,7 +69,8 @@ function sum(vals: Collected): number {
 function statsOf(vals: Collected): { count: number; min: number; max: number; sum: number } {
   let min = Infinity;
   let max = -Infinity;
-  for (const v of vals) {
+  for (let i = 0; i < vals.length; i++) {
+    const v = vals[i]!;
     if (v < min) min = v;
     if (v > max) max = v;
   }
@@ -79,12 +94,84 @@ const collect = (src: ValueSource, docs: Doc[]): Collected => {
   return vals;
 };
 
+/**
+ * `collect` over rows of the column matches: the same values in the same order (shards in
+ * name order, each in the bucket's order), a missing value where a match has none.
+ */
+function collectRows(src: ValueSource, { matches, rows }: RowSet): Collected {
+  if (src.booleans) throw new NotFromColumns(src.field);
+  const values = matches.numbers(src.field);
+  const shard = matches.shard;
+  const missing = src.missing;
+  // In the bucket's order first: a bucket of one shard (a thing's, a thing type's) is then done.
+  const out: Collected = new Float64Array(rows.length);
+  const first = rows.length > 0 ? shard[rows[0]!]! : -1;
+  let oneShard = true;
+  let n = 0;
+  for (let i = 0; i < rows.length; i++) {
+    const m = rows[i]!;
+    if (shard[m] !== first) oneShard = false;
+    const v = values[m]!;
+    if (v === v) out[n++] = v;
+    else if (missing !== undefined) out[n++] = missing;
+  }
+  if (oneShard) {
+    const one: Collected = out.subarray(0, n);
+    one.shardEnds = rows.length > 0 ? [n] : [];
+    return one;
+  }
+  // Else counted per shard, then each value put at its shard's place.
+  const docs = new Int32Array(matches.shards.length);
+  const counts = new Int32Array(matches.shards.length);
+  for (let i = 0; i < rows.length; i++) {
+    const m = rows[i]!;
+    const s = shard[m]!;
+    docs[s]!++;
+    if (values[m] === values[m] || missing !== undefined) counts[s]!++;
+  }
+  const at = new Int32Array(counts.length);
+  const ends: number[] = [];
+  let total = 0;
+  for (let s = 0; s < counts.length; s++) {
+    at[s] = total;
+    total += counts[s]!;
+    if (docs[s]! > 0) ends.push(total);
+  }
+  for (let i = 0; i < rows.length; i++) {
+    const m = rows[i]!;
+    const v = values[m]!;
+    if (v === v) out[at[shard[m]!]!++] = v;
+    else if (missing !== undefined) out[at[shard[m]!]!++] = missing;
+  }
+  const byShard: Collected = out.subarray(0, total);
+  byShard.shardEnds = ends;
+  return byShard;
+}
+
+/**
+ * A metric over rows, computed once per rows array: a term's bucket answered for its
+ * shard (to order the shard's terms) and again after the merge is the same array when
+ * one shard returned it, and its answer is the same. The aggregation is still run (and
+ * its buckets counted) each time, as over documents.
+ */
+function oncePerRows(answer: (set: RowSet) => Output): (set: RowSet) => Output {
+  const answered = new WeakMap<Int32Array, Output>();
+  return (set) => {
+    let out = answered.get(set.rows);
+    if (!out) answered.set(set.rows, (out = answer(set)));
+    return out;
+  };
+}
+
 const stats: Builder = (body, b) => {
   const src = valueSource(body, b.where, []);
-  return (docs) => statsOutput(collect(src, docs), src);
+  return withRows(
+    (docs) => statsOutput(collect(src, docs), src),
+    oncePerRows((set) => statsOutput(collectRows(src, set), src)),
+  );
 };
 
-function statsOutput(vals: number[], src: ValueSource): Output {
+function statsOutput(vals: Collected, src: ValueSource): Output {
   const s = statsOf(vals);
   const has = s.count > 0;
   const out: Output = { count: s.count };
@@ -99,8 +186,7 @@ const extendedStats: Builder = (body, b) => {
   const src = valueSource(body, b.where, ["sigma"]);
   const sigma = body.sigma === undefined ? 2 : numberAt(body.sigma, `${b.where}.sigma`);
   if (sigma < 0) throw badQuery(`[${b.where}.sigma] must be >= 0`);
-  return (docs) => {
-    const vals = collect(src, docs);
+  const answer = (vals: Collected): Output => {
     const out = statsOutput(vals, src);
     if (vals.length === 0) {
       return {
@@ -112,7 +198,7 @@ const extendedStats: Builder = (body, b) => {
       };
     }
     // Compensated sums and ES's formula, so the last digits agree with it.
-    const squares: Collected = vals.map((v) => v * v);
+    const squares: Collected = Float64Array.from(vals, (v) => v * v);
     squares.shardEnds = vals.shardEnds;
     const sq = sum(squares);
     const total = sum(vals);
@@ -138,13 +224,18 @@ const extendedStats: Builder = (body, b) => {
     }
     return result;
   };
+  return withRows(
+    (docs) => answer(collect(src, docs)),
+    oncePerRows((set) => answer(collectRows(src, set))),
+  );
 };
 
 /** A sum with Kahan compensation, as ES's metric aggregations add. */
-function kahanSum(vals: readonly number[]): number {
+function kahanSum(vals: ArrayLike<number>): number {
   let sum = 0;
   let c = 0;
-  for (const v of vals) {
+  for (let i = 0; i < vals.length; i++) {
+    const v = vals[i]!;
     if (!Number.isFinite(v)) {
       sum += v;
       continue;
@@ -164,8 +255,9 @@ function kahanSum(vals: readonly number[]): number {
  */
 const valueCount: Builder = (body, b) => {
   onlyKeys(body, ["field", "missing"], b.where);
-  const get = accessor(stringAt(body.field, `${b.where}.field`));
-  return (docs) => {
+  const field = stringAt(body.field, `${b.where}.field`);
+  const get = accessor(field);
+  const docs = (docs: Doc[]): Output => {
     let n = 0;
     for (const d of docs) {
       const vs = get(d);
@@ -178,14 +270,46 @@ const valueCount: Builder = (body, b) => {
     }
     return { value: n };
   };
+  // A column holds one value a match, counted once either way.
+  return withRows(docs, ({ matches, rows }) => {
+    const column = matches.column(field);
+    let n = 0;
+    if (column.kind === "number") for (const m of rows) n += column.values[m] === column.values[m] ? 1 : 0;
+    else if (column.kind === "keyword") for (const m of rows) n += column.codes[m]! >= 0 ? 1 : 0;
+    return { value: n };
+  });
 };
 
 /** Exact below ES's default precision_threshold (3000), which is where dashboards live. */
 const cardinality: Builder = (body, b) => {
   onlyKeys(body, ["field", "missing", "precision_threshold"], b.where);
-  const get = accessor(stringAt(body.field, `${b.where}.field`));
+  const field = stringAt(body.field, `${b.where}.field`);
+  const get = accessor(field);
   const missing = body.missing;
-  return (docs) => {
+  const rows = ({ matches, rows }: RowSet): Output => {
+    const column = matches.column(field);
+    const seen = new Set<unknown>();
+    let none = false;
+    if (column.kind === "number")
+      for (const m of rows) {
+        const v = column.values[m]!;
+        if (v === v) seen.add(v);
+        else none = true;
+      }
+    else if (column.kind === "keyword") {
+      const met = new Uint8Array(column.dictionary.length);
+      for (const m of rows) {
+        const c = column.codes[m]!;
+        if (c >= 0) met[c] = 1;
+        else none = true;
+      }
+      met.forEach((x, c) => x && seen.add(column.dictionary[c]));
+    } else none = rows.length > 0;
+    // Added last, as a value it may equal was added before it in the document path too: a set ignores order.
+    if (none && missing !== undefined) seen.add(missing);
+    return { value: seen.size };
+  };
+  return withRows((docs) => {
     const seen = new Set<unknown>();
     for (const d of docs) {
       const vs = get(d);
@@ -193,7 +317,7 @@ const cardinality: Builder = (body, b) => {
       for (const v of vs) seen.add(typeof v === "object" ? JSON.stringify(v) : v);
     }
     return { value: seen.size };
-  };
+  }, rows);
 };
 
 /**
@@ -210,8 +334,8 @@ const percentiles: Builder = (body, b) => {
       : (body.percents as unknown[]).map((p) => numberAt(p, `${b.where}.percents`));
   if (!Array.isArray(body.percents ?? [])) throw badQuery(`[${b.where}.percents] must be an array`);
   const keyed = body.keyed !== false;
-  return (docs) => {
-    const vals = collect(src, docs).sort((x, y) => x - y);
+  const answer = (collected: Collected): Output => {
+    const vals = Float64Array.from(collected).sort();
     // t-digest 3.0's interpolation between the singleton centroids around q*(n-1), term for term.
     const at = (p: number): number | null => {
       if (vals.length === 0) return null;
@@ -233,6 +357,10 @@ const percentiles: Builder = (body, b) => {
     }
     return { values: percents.map((p) => ({ key: p, value: at(p) })) };
   };
+  return withRows(
+    (docs) => answer(collect(src, docs)),
+    oncePerRows((set) => answer(collectRows(src, set))),
+  );
 };
 
 const topHits: Builder = (body, b) => {
@@ -261,35 +389,48 @@ const topHits: Builder = (body, b) => {
   };
 };
 
-function geoValues(body: Json, where: string, extra: string[]): (doc: Doc) => GeoPoint[] {
+function geoValues(body: Json, where: string, extra: string[]): { field: string; get: (doc: Doc) => GeoPoint[] } {
   onlyKeys(body, ["field", ...extra], where);
-  const get = geoAccessor(stringAt(body.field, `${where}.field`));
-  return (doc) => get(doc).map(quantize);
+  const field = stringAt(body.field, `${where}.field`);
+  const get = geoAccessor(field);
+  return { field, get: (doc) => get(doc).map(quantize) };
+}
+
+/**
+ * Each match's geo points from the column matches, a keyword column's parsed once per
+ * value; a numeric column holds no point.
+ */
+function geoRows(field: string, { matches, rows }: RowSet, visit: (p: GeoPoint) => void): void {
+  const column = matches.column(field);
+  if (column.kind !== "keyword") return;
+  const points = column.dictionary.map((v) => geoPointsOf(v).map(quantize));
+  for (const m of rows) {
+    const c = column.codes[m]!;
+    if (c >= 0) for (const p of points[c]!) visit(p);
+  }
 }
 
 const geoBounds: Builder = (body, b) => {
-  const get = geoValues(body, b.where, ["wrap_longitude"]);
+  const { field, get } = geoValues(body, b.where, ["wrap_longitude"]);
   const wrap = body.wrap_longitude !== false;
-  return (docs) => {
+  const bounds = (each: (visit: (p: GeoPoint) => void) => void): Output => {
     let top = -Infinity;
     let bottom = Infinity;
     let posLeft = Infinity;
     let posRight = -Infinity;
     let negLeft = Infinity;
     let negRight = -Infinity;
-    for (const d of docs) {
-      for (const p of get(d)) {
-        top = Math.max(top, p.lat);
-        bottom = Math.min(bottom, p.lat);
-        if (p.lon >= 0) {
-          posLeft = Math.min(posLeft, p.lon);
-          posRight = Math.max(posRight, p.lon);
-        } else {
-          negLeft = Math.min(negLeft, p.lon);
-          negRight = Math.max(negRight, p.lon);
-        }
+    each((p) => {
+      top = Math.max(top, p.lat);
+      bottom = Math.min(bottom, p.lat);
+      if (p.lon >= 0) {
+        posLeft = Math.min(posLeft, p.lon);
+        posRight = Math.max(posRight, p.lon);
+      } else {
+        negLeft = Math.min(negLeft, p.lon);
+        negRight = Math.max(negRight, p.lon);
       }
-    }
+    });
     if (top === -Infinity) return {};
     let left: number;
     let right: number;
@@ -300,10 +441,17 @@ const geoBounds: Builder = (body, b) => {
     else [left, right] = [negLeft, posRight];
     return { bounds: { top_left: { lat: top, lon: left }, bottom_right: { lat: bottom, lon: right } } };
   };
+  return withRows(
+    (docs) =>
+      bounds((visit) => {
+        for (const d of docs) for (const p of get(d)) visit(p);
+      }),
+    (set) => bounds((visit) => geoRows(field, set, visit)),
+  );
 };
 
 const geoCentroid: Builder = (body, b) => {
-  const get = geoValues(body, b.where, []);
+  const { get } = geoValues(body, b.where, []);
   return (docs) => {
     let lat = 0;
     let lon = 0;

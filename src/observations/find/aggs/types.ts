@@ -2,6 +2,7 @@
 import type { Json } from "../errors.js";
 import type { Doc } from "../fields.js";
 import type { QueryBudget } from "../limits.js";
+import type { RowSet } from "../vector/matches.js";
 
 export interface AggContext {
   now: number;
@@ -22,10 +23,15 @@ export interface SearchFacts {
   shards: number;
 }
 
-/** A compiled aggregation: run over the documents of its bucket, it answers the ES 5.6 shape. */
+/**
+ * A compiled aggregation: run over the documents of its bucket, it answers the ES 5.6 shape.
+ * `rows`, where the aggregation and all below it read only columns, answers the same over
+ * matches read from closed days' columns (find/vector).
+ */
 export interface Agg {
   name: string;
   run(docs: Doc[]): Json;
+  rows?: (set: RowSet) => Json;
 }
 
 export type Output = Json;
@@ -36,4 +42,12 @@ export interface BuildContext {
   where: string;
 }
 
-export type Builder = (body: Json, b: BuildContext) => (docs: Doc[]) => Output;
+/** An aggregation's answer over documents and, where it reads only columns, over rows of the matches. */
+export type Answer = ((docs: Doc[]) => Output) & { rows?: (set: RowSet) => Output };
+
+export type Builder = (body: Json, b: BuildContext) => Answer;
+
+/** An answer over documents and the same over rows. */
+export function withRows(docs: (docs: Doc[]) => Output, rows: (set: RowSet) => Output): Answer {
+  return Object.assign(docs, { rows });
+}

@@ -9,6 +9,8 @@ export interface ValueSource {
   booleans: boolean;
   date: boolean;
   format: DateFormat | undefined;
+  /** The value of a document without one, if given. */
+  missing: number | undefined;
   values(doc: Doc): number[];
 }
 
@@ -30,6 +32,7 @@ export function valueSource(body: Json, where: string, extra: string[]): ValueSo
     booleans: false,
     date,
     format: date ? format : undefined,
+    missing,
     values: (doc) => {
       const vs = get(doc);
       const out: number[] = [];
