@@ -223,6 +223,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     reader: observationReader,
     threads: config.DMS_FIND_THREADS,
     budgetMs: config.DMS_FIND_TIMEOUT_MS,
+    columnCacheBytes: config.DMS_FIND_COLUMN_CACHE_MB * 1024 * 1024,
   });
   const exports = createExports({
     db,

@@ -58,6 +58,8 @@ const schema = z.object({
     .max(64)
     .default(Math.max(1, Math.min(4, availableParallelism() - 1))),
   DMS_FIND_TIMEOUT_MS: z.coerce.number().int().min(10).max(600_000).default(15_000),
+  // Closed days' columns each FIND thread keeps in memory (docs/observations.md, column cache).
+  DMS_FIND_COLUMN_CACHE_MB: z.coerce.number().int().min(16).max(65_536).default(320),
   DMS_LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   KAFKA_BROKERS: z
     .string()

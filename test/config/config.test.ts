@@ -19,6 +19,7 @@ describe("configuration from environment variables", () => {
     expect(config.DMS_DATA_DIR).toBe("./data");
     expect(config.DMS_PUBLIC_URL).toBe("http://localhost:8080");
     expect([...config.roles]).toEqual(["api", "engine", "actions", "proxy", "mqtt", "scheduler"]);
+    expect(config.DMS_FIND_COLUMN_CACHE_MB).toBe(320);
   });
 
   it.each([
@@ -29,6 +30,7 @@ describe("configuration from environment variables", () => {
     ["KAFKA_BROKERS", "a, b"],
     ["DMS_PUBLIC_URL", "not a url"],
     ["DMS_LOG_LEVEL", "loud"],
+    ["DMS_FIND_COLUMN_CACHE_MB", "4"],
   ])("a bad value of %s (%s) throws one clear line naming the variable", (variable, value) => {
     const error = configError({ [variable]: value });
     expect(error.variable).toBe(variable);

@@ -33,6 +33,8 @@ export interface FindRunnerOptions {
   threads: number;
   /** Milliseconds a request may take from its arrival, waiting for a thread included. */
   budgetMs: number;
+  /** Bytes of closed days' columns each FIND thread keeps (`SqliteObservationReader`); its default when absent. */
+  columnCacheBytes?: number;
 }
 
 /** Past the budget, a thread stuck where it cannot check the clock (one long SQLite read, a sort) is ended. */
@@ -76,8 +78,8 @@ function inProcess({ reader, budgetMs }: FindRunnerOptions): FindRunner {
   };
 }
 
-function threaded({ file, threads, budgetMs }: FindRunnerOptions): FindRunner {
-  const workerData: FindWorkerData = { file, niceIncrement: NICE_INCREMENT };
+function threaded({ file, threads, budgetMs, columnCacheBytes }: FindRunnerOptions): FindRunner {
+  const workerData: FindWorkerData = { file, niceIncrement: NICE_INCREMENT, columnCacheBytes };
   const pool = new Piscina<FindTask, FindOutcome>({
     filename: fileURLToPath(new URL("./worker.mjs", import.meta.url)),
     minThreads: 0,

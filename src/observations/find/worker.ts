@@ -33,14 +33,16 @@ export interface FindWorkerData {
   file: string;
   /** Added to the thread's nice value, so that the engine's thread wins the CPU when both want it. */
   niceIncrement: number;
+  /** Bytes of closed days' columns this thread's reader keeps (`DMS_FIND_COLUMN_CACHE_MB`). */
+  columnCacheBytes: number | undefined;
 }
 
-const { file, niceIncrement } = workerData as FindWorkerData;
+const { file, niceIncrement, columnCacheBytes } = workerData as FindWorkerData;
 lowerThreadPriority(niceIncrement);
 // Its own connection, read-only: the database is in WAL mode, so reads here never block the writer.
 const db = new Database(file, { readonly: true, fileMustExist: true });
 db.pragma("busy_timeout = 5000");
-const reader = new SqliteObservationReader(db);
+const reader = new SqliteObservationReader(db, { columnCacheBytes });
 
 export function runFindTask(task: FindTask): FindOutcome {
   if (task === "warm-up") return { json: "" };
