@@ -313,7 +313,11 @@ function groupByShard(set: RowSet, keyIds: Int32Array, keys: unknown[]): Map<unk
     const g = groupOf[i]!;
     if (g >= 0) grouped[at[g]!++] = rows[i]!;
   }
-  const group = (g: number): RowSet => ({ matches, rows: grouped.subarray(starts[g]!, starts[g]! + counts[g]!) });
+  const group = (g: number): RowSet => ({
+    matches,
+    rows: grouped.subarray(starts[g]!, starts[g]! + counts[g]!),
+    shard: Math.floor(g / width),
+  });
   return firstMet
     .map((met, s) => new Map(met.map((k) => [keys[k], { key: keys[k], docs: group(s * width + k) }])))
     .filter((groups) => groups.size > 0);

@@ -98,22 +98,30 @@ const collect = (src: ValueSource, docs: Doc[]): Collected => {
  * `collect` over rows of the column matches: the same values in the same order (shards in
  * name order, each in the bucket's order), a missing value where a match has none.
  */
-function collectRows(src: ValueSource, { matches, rows }: RowSet): Collected {
+function collectRows(src: ValueSource, { matches, rows, shard: knownShard }: RowSet): Collected {
   if (src.booleans) throw new NotFromColumns(src.field);
   const values = matches.numbers(src.field);
   const shard = matches.shard;
   const missing = src.missing;
   // In the bucket's order first: a bucket of one shard (a thing's, a thing type's) is then done.
   const out: Collected = new Float64Array(rows.length);
-  const first = rows.length > 0 ? shard[rows[0]!]! : -1;
   let oneShard = true;
   let n = 0;
-  for (let i = 0; i < rows.length; i++) {
-    const m = rows[i]!;
-    if (shard[m] !== first) oneShard = false;
-    const v = values[m]!;
-    if (v === v) out[n++] = v;
-    else if (missing !== undefined) out[n++] = missing;
+  if (knownShard !== undefined)
+    for (let i = 0; i < rows.length; i++) {
+      const v = values[rows[i]!]!;
+      if (v === v) out[n++] = v;
+      else if (missing !== undefined) out[n++] = missing;
+    }
+  else {
+    const first = rows.length > 0 ? shard[rows[0]!]! : -1;
+    for (let i = 0; i < rows.length; i++) {
+      const m = rows[i]!;
+      if (shard[m] !== first) oneShard = false;
+      const v = values[m]!;
+      if (v === v) out[n++] = v;
+      else if (missing !== undefined) out[n++] = missing;
+    }
   }
   if (oneShard) {
     const one: Collected = out.subarray(0, n);

@@ -29,11 +29,25 @@ export interface MatchedDay {
 export interface RowSet {
   matches: Matches;
   rows: Int32Array;
+  /** Set when every row is known to be of this one shard (a terms bucket of one shard): then its rows' shards are not read. */
+  shard?: number;
+}
+
+/** Whether a day's ids strictly ascend over all its rows (then over any of its rows too), kept while its columns are. */
+const idsAscend = new WeakMap<DayColumns, boolean>();
+
+function dayIdsAscend(columns: DayColumns): boolean {
+  let ascending = idsAscend.get(columns);
+  if (ascending === undefined) {
+    ascending = true;
+    for (let r = 1; r < columns.id.length && ascending; r++) ascending = columns.id[r]! > columns.id[r - 1]!;
+    idsAscend.set(columns, ascending);
+  }
+  return ascending;
 }
 
 export class Matches {
   readonly count: number;
-  readonly id: Float64Array;
   /** Each match's shard (thing type): an index into `shards`, which are in name order as the document path sorts them. */
   readonly shard: Int32Array;
   readonly shards: string[];
@@ -43,6 +57,7 @@ export class Matches {
   private readonly starts: number[] = [];
   private readonly built = new Map<string, MatchColumn>();
   private readonly numeric = new Map<string, Float64Array>();
+  private ids: Float64Array | undefined;
 
   constructor(private readonly days: readonly MatchedDay[]) {
     let count = 0;
@@ -55,23 +70,41 @@ export class Matches {
     this.count = count;
     this.shards = [...names].sort();
     const shardOf = new Map(this.shards.map((name, i) => [name, i]));
-    this.id = new Float64Array(count);
     this.shard = new Int32Array(count);
     let at = 0;
-    let ascending = true;
-    let last = -Infinity;
     for (const { columns, rows } of days) {
       const shards = columns.thingTypes.map((name) => shardOf.get(name)!);
-      for (let i = 0; i < rows.length; i++, at++) {
-        const r = rows[i]!;
-        const id = columns.id[r]!;
-        if (id <= last) ascending = false;
+      for (let i = 0; i < rows.length; i++, at++) this.shard[at] = shards[columns.thingType[rows[i]!]!]!;
+    }
+    this.idAscending = this.idsAscend();
+  }
+
+  /** Each match's id, read when a bucket is put in id order or a hit becomes a document. */
+  get id(): Float64Array {
+    if (this.ids) return this.ids;
+    const ids = new Float64Array(this.count);
+    let at = 0;
+    for (const { columns, rows } of this.days) for (let i = 0; i < rows.length; i++) ids[at++] = columns.id[rows[i]!]!;
+    return (this.ids = ids);
+  }
+
+  /** Whether ids strictly ascend in match order, from each day's (checked once while its columns are kept) and the days' edges. */
+  private idsAscend(): boolean {
+    let last = -Infinity;
+    for (const { columns, rows } of this.days) {
+      if (rows.length === 0) continue;
+      if (dayIdsAscend(columns)) {
+        if (columns.id[rows[0]!]! <= last) return false;
+        last = columns.id[rows[rows.length - 1]!]!;
+        continue;
+      }
+      for (let i = 0; i < rows.length; i++) {
+        const id = columns.id[rows[i]!]!;
+        if (id <= last) return false;
         last = id;
-        this.id[at] = id;
-        this.shard[at] = shards[columns.thingType[r]!]!;
       }
     }
-    this.idAscending = ascending;
+    return true;
   }
 
   /** Every match, in match order (days ascending, each day's rows in ts order): the order the document path scans. */
