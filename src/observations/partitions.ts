@@ -87,7 +87,7 @@ export const partitionMigrations: Migration[] = [
   },
   {
     id: "observations-partitions-003",
-    // A closed day's column cache (columns.ts), built by the writer, with the token of the rows it was built from.
+    // A closed day's column cache (columns.ts), built beside the writer (columns-thread.ts), with the token of the rows it was built from.
     up: "CREATE TABLE observation_columns (day INTEGER PRIMARY KEY, token TEXT NOT NULL, layout TEXT NOT NULL, data BLOB NOT NULL)",
   },
 ];
@@ -111,10 +111,26 @@ export function columnsToken(prepare: Prepare, day: number): string | undefined 
   return `${maxId}:${deletions}`;
 }
 
-/** Takes a day apart into columns, in ts order (call it inside a transaction: the count and rows must agree). */
-export function buildColumns(prepare: Prepare, day: number, tick: () => void): DayColumns {
+/** Rows of a day's table. */
+function dayRowCount(prepare: Prepare, day: number): number {
+  return (
+    prepare(`SELECT count(*) FROM ${partitionTable(day)}`)
+      .raw(true)
+      .get() as [number]
+  )[0];
+}
+
+/**
+ * Takes a day apart into columns, in ts order (call it inside a transaction: the count and rows
+ * must agree); `count` when the caller has read it in that transaction already.
+ */
+export function buildColumns(
+  prepare: Prepare,
+  day: number,
+  tick: () => void,
+  count = dayRowCount(prepare, day),
+): DayColumns {
   const table = partitionTable(day);
-  const [count] = prepare(`SELECT count(*) FROM ${table}`).raw(true).get() as [number];
   const rows = prepare(`SELECT id, ts, thing_type, thing_name, doc FROM ${table} ORDER BY ts`)
     .raw(true)
     .iterate() as IterableIterator<StoredRow>;
@@ -157,11 +173,9 @@ export function storeDayColumns(db: Db, days: number): number {
     const snapshot = db.transaction(() => {
       const current = columnsToken(prepare, day);
       if (current === undefined || current === token) return undefined;
-      const [count] = prepare(`SELECT count(*) FROM ${partitionTable(day)}`)
-        .raw(true)
-        .get() as [number];
+      const count = dayRowCount(prepare, day);
       if (count > COLUMN_MAX_ROWS) return undefined;
-      return { token: current, ...buildColumns(prepare, day, () => {}).toStored() };
+      return { token: current, ...buildColumns(prepare, day, () => {}, count).toStored() };
     })();
     if (snapshot === undefined) continue;
     store.run(day, snapshot.token, snapshot.layout, snapshot.data);
