@@ -90,16 +90,14 @@ export class ThingJobs {
 
   /**
    * Registry events must not fail the registry operation that emitted them: the change runs
-   * after it, in a turn of the event loop of its own (before the next request or message is
-   * read), so that the registry's writes that follow the event never fall into the job
-   * transaction (see `SqliteJobStore`); its failure is logged.
+   * after it (the job store begins its transaction in a turn of the event loop of its own, so
+   * the registry's writes that follow the event never fall into it; see `SqliteJobStore`), and
+   * its failure is logged.
    */
   private guarded(event: object, change: () => Promise<void>): void {
-    setImmediate(() => {
-      this.mutate(change).catch((err: unknown) =>
-        this.logger.error({ err, event }, "thing jobs could not follow a registry change"),
-      );
-    });
+    this.mutate(change).catch((err: unknown) =>
+      this.logger.error({ err, event }, "thing jobs could not follow a registry change"),
+    );
   }
 
   close(): void {

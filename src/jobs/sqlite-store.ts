@@ -21,24 +21,45 @@ export class SqliteJobStore implements JobStore {
   }
 
   /**
-   * The callback awaits only this store, whose methods answer at once, so the
-   * transaction ends in the turn of the event loop that began it: no new
-   * request, device message or timer is handled while it is open. A statement
-   * of another promise chain under way in that same turn would run inside it
-   * (and be rolled back with it); job changes start in turns of their own
-   * (a request, a device message, the scheduler's timer, a registry event
-   * deferred by `ThingJobs`), where no other writer is under way.
+   * The transaction spans the callback's awaits on the process's one connection, so any statement
+   * run while it is open is part of it (and rolled back with it). It therefore begins in a turn of
+   * the event loop of its own (`setImmediate`): a turn starts with no promise reaction pending, so
+   * until it ends only this callback's own chain runs; its awaits are on this store only, whose
+   * methods answer at once, so the transaction ends within that turn. Begun in the caller's turn,
+   * the reactions of other chains already queued there (the engine writing its state, a dead
+   * letter) would have run between the callback's awaits, inside the transaction.
    */
-  private async inTransaction<T>(work: () => Promise<T>): Promise<T> {
-    this.db.exec("BEGIN IMMEDIATE");
-    try {
-      const result = await work();
-      this.db.exec("COMMIT");
-      return result;
-    } catch (err) {
-      if (this.db.inTransaction) this.db.exec("ROLLBACK");
-      throw err;
-    }
+  private inTransaction<T>(work: () => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      setImmediate(() => {
+        this.db.exec("BEGIN IMMEDIATE");
+        let result: Promise<T>;
+        try {
+          result = work();
+        } catch (err) {
+          result = Promise.reject(err);
+        }
+        result.then(
+          (value) => {
+            try {
+              this.db.exec("COMMIT");
+              resolve(value);
+            } catch (err) {
+              this.rollback();
+              reject(err);
+            }
+          },
+          (err: unknown) => {
+            this.rollback();
+            reject(err);
+          },
+        );
+      });
+    });
+  }
+
+  private rollback(): void {
+    if (this.db.inTransaction) this.db.exec("ROLLBACK");
   }
 
   // ---- documents ----

@@ -86,8 +86,9 @@ export interface JobDocumentRow {
  * changes run inside `transaction`, whose callback awaits this store only.
  *
  * SQLite runs the callback between BEGIN IMMEDIATE and COMMIT on the process's
- * connection, one transaction at a time; its methods answer at once, so the
- * transaction is open for no more than the callback's own work. A PostgreSQL
+ * connection, one transaction at a time, begun in a turn of the event loop of its
+ * own so that no other chain's statement runs inside it; its methods answer at
+ * once, so the transaction is open for no more than the callback's own work. A PostgreSQL
  * store checks one client out of its pool for the callback and finds it again
  * in its methods through AsyncLocalStorage, so callers never pass a handle.
  */

@@ -59,6 +59,24 @@ describe("SqliteJobStore", () => {
     expect(await store.release("kept", null)).toEqual(["t1"]);
   });
 
+  it("a statement of another promise chain queued in the caller's turn stays out of the transaction", async () => {
+    db.exec("CREATE TABLE IF NOT EXISTS foreign_writes (n INTEGER)");
+    const failed = store.transaction(async () => {
+      await store.insertJob(job("interleaved"));
+      await store.queue("interleaved", "t1", 1, 1_000);
+      throw new Error("rolled back");
+    });
+    // Another chain's reactions, queued in the same turn (the engine's state flush, a dead letter):
+    // begun in this turn, the transaction would have taken these writes in and rolled them back.
+    const foreign = Promise.resolve()
+      .then(() => db.prepare("INSERT INTO foreign_writes (n) VALUES (1)").run())
+      .then(() => db.prepare("INSERT INTO foreign_writes (n) VALUES (2)").run());
+    await expect(failed).rejects.toThrow("rolled back");
+    await foreign;
+    expect(await store.job("interleaved")).toBeUndefined();
+    expect(db.prepare("SELECT count(*) AS n FROM foreign_writes").get()).toEqual({ n: 2 });
+  });
+
   it("transactions started together run one after the other, each seeing the one before", async () => {
     await store.insertJob(job("serial"));
     const order: string[] = [];
