@@ -316,14 +316,14 @@ export class RuleEngine {
       if (p === undefined) continue;
       accepted++;
       if (p.replay) continue;
-      const type = p.rt.info.thingType;
+      const type = p.rt.thingType;
       const group = byType.get(type);
       if (group === undefined) byType.set(type, [p]);
       else group.push(p);
     }
     for (const group of byType.values()) {
       if (group.length === 0) continue;
-      const typeRules = this.rules.ofType(group[0]!.rt.info.thingType);
+      const typeRules = this.rules.ofType(group[0]!.rt.thingType);
       for (let i = 0; i < group.length; i++) this.advance(group[i]!, typeRules, now, work);
     }
     // Stored observations and actions in batch order, whatever order they were evaluated in.
@@ -346,13 +346,12 @@ export class RuleEngine {
     if (rt === undefined) {
       return this.reject(item, index, "unknown-thing", `thing ${thingName} is not known`, now, work, thingName);
     }
-    const info = rt.info;
     const os = o.state;
     const nested = o.nested;
     const ctx = this.ctx;
     const latlng = os.latlng;
     ctx.hasCur = latlng !== undefined && latlng !== null && readGeoPoint(latlng, ctx.cur);
-    const wrong = wrongType(os, info.checks, latlng !== undefined && latlng !== null && !ctx.hasCur);
+    const wrong = wrongType(os, rt.checks, latlng !== undefined && latlng !== null && !ctx.hasCur);
     if (wrong !== undefined) {
       return this.reject(
         item,
@@ -362,7 +361,7 @@ export class RuleEngine {
         now,
         work,
         thingName,
-        info.domain,
+        rt.domain,
       );
     }
 
@@ -434,7 +433,10 @@ export class RuleEngine {
     if (armed > 0 && st.thresholds !== undefined) rt.armed = this.thresholds.prune(st.thresholds, ctx, seq, now);
 
     // Merge after evaluating: expressions saw the state before this observation.
-    Object.assign(st.state, os);
+    if (rt.blank) {
+      rt.blank = false;
+      st.state = { ...os };
+    } else Object.assign(st.state, os);
     if (nested !== undefined) st.nested = mergeNested(st.nested, nested);
     st.timestamp = p.timestamp;
     if (p.hasCur) {

@@ -1,3 +1,6 @@
+import { booleanPointInPolygon } from "@turf/boolean-point-in-polygon";
+import { polygon as turfPolygon } from "@turf/helpers";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { rng } from "../../bench/engine/workload.js";
 import { compileRule, evaluateRule, readGeoPoint, RuleCompileError } from "../../src/engine/index.js";
@@ -182,6 +185,48 @@ describe("polygons", () => {
       RuleCompileError,
     );
     expect(() => compileRule(rule([{ operator: "inside", resource: "pos", value: square }]))).toThrow(/latlng/);
+  });
+
+  it("answers as its bounding box and turf's booleanPointInPolygon for any polygon and point, edges and vertices included", () => {
+    // Small integer and half-integer coordinates put many points exactly on edges, on vertices and
+    // level with vertices (the crossing count's hard cases); the doubles check the general case.
+    const coordinate = fc.oneof(
+      fc.integer({ min: -4, max: 4 }).map((n) => n / 2),
+      fc.double({ min: -3, max: 3, noNaN: true }),
+    );
+    const point = fc.tuple(coordinate, coordinate);
+    fc.assert(
+      fc.property(
+        fc.array(point, { minLength: 3, maxLength: 25 }),
+        fc.array(point, { maxLength: 20 }),
+        (ring, extra) => {
+          let compiled;
+          try {
+            compiled = compileRule(rule([{ operator: "inside", resource: "latlng", value: ring }]));
+          } catch {
+            return; // fewer than 3 distinct points: refused, as before
+          }
+          const closed = [...ring];
+          const [first, last] = [ring[0]!, ring[ring.length - 1]!];
+          if (first[0] !== last[0] || first[1] !== last[1]) closed.push(first);
+          const feature = turfPolygon([closed]);
+          const lons = closed.map((p) => p[0]);
+          const lats = closed.map((p) => p[1]);
+          // The bounding box first, as the engine always did: turf alone finds points outside it on
+          // the boundary when products of subnormal coordinates underflow to 0.
+          const inBox = (lon: number, lat: number): boolean =>
+            lon >= Math.min(...lons) &&
+            lon <= Math.max(...lons) &&
+            lat >= Math.min(...lats) &&
+            lat <= Math.max(...lats);
+          for (const [lon, lat] of [...extra, ...ring]) {
+            const inside = evaluateRule(compiled, { observation: { state: { latlng: { lat, lon } } } }).matched;
+            expect(inside).toBe(inBox(lon, lat) && booleanPointInPolygon([lon, lat], feature));
+          }
+        },
+      ),
+      { numRuns: 3000 },
+    );
   });
 
   it("enter and leave compare the previous position with the new one", () => {

@@ -1,5 +1,4 @@
-import { booleanPointInPolygon } from "@turf/boolean-point-in-polygon";
-import { polygon as turfPolygon } from "@turf/helpers";
+import { orient2d } from "robust-predicates";
 import type { Poi } from "../../rule-model/index.js";
 import { RuleCompileError } from "./errors.js";
 
@@ -170,16 +169,38 @@ export function compilePolygon(value: unknown, property: string): PointTest {
     if (lat < minLat) minLat = lat;
     if (lat > maxLat) maxLat = lat;
   }
-  const feature = turfPolygon([ring]);
+  const lons = Float64Array.from(ring, (p) => p[0]);
+  const lats = Float64Array.from(ring, (p) => p[1]);
   const test: PointTest = (p) =>
-    p[0] >= minLon &&
-    p[0] <= maxLon &&
-    p[1] >= minLat &&
-    p[1] <= maxLat &&
-    // A point on the boundary counts as inside (ignoreBoundary false).
-    booleanPointInPolygon(p, feature);
+    p[0] >= minLon && p[0] <= maxLon && p[1] >= minLat && p[1] <= maxLat && inRing(lons, lats, p[0], p[1]);
   test.bbox = [minLon, minLat, maxLon, maxLat];
   return test;
+}
+
+/**
+ * Whether (x, y) lies inside the closed ring or on its boundary: turf's booleanPointInPolygon
+ * (ignoreBoundary false) over one ring, which is point-in-polygon-hao's crossing count with
+ * robust orientation, step for step and so to the last bit, over coordinates in two flat arrays
+ * instead of a GeoJSON feature of [lon, lat] pairs (half the time per test).
+ */
+function inRing(lons: Float64Array, lats: Float64Array, x: number, y: number): boolean {
+  let crossings = 0;
+  let u1 = lons[0]! - x;
+  let v1 = lats[0]! - y;
+  for (let i = 1; i < lons.length; i++) {
+    const u2 = lons[i]! - x;
+    const v2 = lats[i]! - y;
+    if (v1 === 0 && v2 === 0) {
+      if ((u2 <= 0 && u1 >= 0) || (u1 <= 0 && u2 >= 0)) return true;
+    } else if ((v2 >= 0 && v1 <= 0) || (v2 <= 0 && v1 >= 0)) {
+      const f = orient2d(u1, u2, v1, v2, 0, 0);
+      if (f === 0) return true;
+      if ((f > 0 && v2 > 0 && v1 <= 0) || (f < 0 && v2 <= 0 && v1 > 0)) crossings++;
+    }
+    u1 = u2;
+    v1 = v2;
+  }
+  return crossings % 2 === 1;
 }
 
 const METRES_PER_DEGREE_LAT = 111_320;

@@ -144,6 +144,12 @@ function concernsTest(items: readonly ExpressionItem[]): Test {
   // Every item names a resource (the schema requires it), so this is only a safe default.
   if (names.length === 0 && pairs.length === 0) return () => true;
   // Own keys only: a resource named `constructor` must not be found on every object's prototype.
+  // One resource of the thing's own (most rules): one look, no loop (the prune asks it of every
+  // count the observation did not continue).
+  if (names.length === 1 && pairs.length === 0) {
+    const name = names[0]!;
+    return (ctx) => Object.hasOwn(ctx.os, name);
+  }
   return (ctx) => {
     const os = ctx.os;
     for (let i = 0; i < names.length; i++) if (Object.hasOwn(os, names[i]!)) return true;

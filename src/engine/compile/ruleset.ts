@@ -1,6 +1,6 @@
 import type { EvalContext } from "./context.js";
 import type { BBox } from "./geo.js";
-import type { CompiledRule, IndexOp } from "./rule.js";
+import type { CompiledRule, IndexOp, Test } from "./rule.js";
 
 /** First index in [lo, hi) whose value is >= v (strict: > v). */
 function bound(values: Float64Array, lo: number, hi: number, v: number, strict: boolean): number {
@@ -104,6 +104,17 @@ const cellY = (lat: number): number => Math.floor((lat + 90) / CELL);
 export class RuleSet {
   private readonly indexes: readonly ResourceIndex[];
   private readonly scan: readonly CompiledRule[];
+  /**
+   * The scanned rules' distinct tests, when some rules share one (a `${...}` comparison is one
+   * generated function for every rule with the same text: `temp > ${thing.state.temp + 800}` in
+   * five rules is one test), and each scanned rule's test among them: an observation runs each
+   * distinct test once. Tests read only the context, so one run answers for every rule sharing it.
+   * Undefined when every test is the rule's own.
+   */
+  private readonly scanTests: readonly Test[] | undefined;
+  private readonly scanTestOf: Int32Array;
+  /** Each distinct test's answer for the current observation, reused. */
+  private readonly scanHits: Uint8Array;
   /** Geofence rules by the grid cells their box covers: a position meets only the rules of its cell. */
   private readonly grid = new Map<number, CompiledRule[]>();
   /** leave/leavePoi rules by the cells of their box, looked up with the previous position. */
@@ -129,6 +140,14 @@ export class RuleSet {
     }
     this.indexes = [...byResource].map(([resource, list]) => new ResourceIndex(resource, list));
     this.scan = scan;
+    const distinct = new Map<Test, number>();
+    this.scanTestOf = Int32Array.from(scan, (r) => {
+      let k = distinct.get(r.test);
+      if (k === undefined) distinct.set(r.test, (k = distinct.size));
+      return k;
+    });
+    this.scanTests = distinct.size < scan.length ? [...distinct.keys()] : undefined;
+    this.scanHits = new Uint8Array(distinct.size);
     this.size = rules.length;
   }
 
@@ -174,10 +193,18 @@ export class RuleSet {
       if (cell !== undefined) for (let j = 0; j < cell.length; j++) if (cell[j]!.test(ctx)) out[n++] = cell[j]!;
     }
     const scan = this.scan;
-    for (let i = 0; i < scan.length; i++) {
-      const r = scan[i]!;
-      if (r.test(ctx)) out[n++] = r;
+    const tests = this.scanTests;
+    if (tests === undefined) {
+      for (let i = 0; i < scan.length; i++) {
+        const r = scan[i]!;
+        if (r.test(ctx)) out[n++] = r;
+      }
+      return n;
     }
+    const hits = this.scanHits;
+    for (let k = 0; k < tests.length; k++) hits[k] = tests[k]!(ctx) ? 1 : 0;
+    const testOf = this.scanTestOf;
+    for (let i = 0; i < scan.length; i++) if (hits[testOf[i]!] === 1) out[n++] = scan[i]!;
     return n;
   }
 }
