@@ -160,6 +160,11 @@ export interface DurableVariant {
   writerThread: boolean;
   /** Chunks handed over before the first is handled (default: as the Kafka source). */
   inFlight?: number;
+  /**
+   * The state in memory (nothing flushed), the observations stored as the service's: the cost of
+   * the observation path alone, told apart from the state flush's.
+   */
+  stateInMemory?: boolean;
 }
 
 interface OpenedDurable {
@@ -186,7 +191,9 @@ function openDurable(
   const db = openDatabase({ dataDir: dir, migrations });
   const checkpointer = startCheckpointer(db);
   const observations = openObservations({ dataDir: dir, db, writerThread: true });
-  const state = new SqliteStateStore(db, { writerThread: variant.writerThread });
+  const state = variant.stateInMemory
+    ? new MemoryStateStore()
+    : new SqliteStateStore(db, { writerThread: variant.writerThread });
   const engine = new RuleEngine({
     resolveThing,
     state,
@@ -205,7 +212,7 @@ function openDurable(
     busySeconds: 0,
     async close() {
       await observations.close();
-      await state.close();
+      if (state instanceof SqliteStateStore) await state.close();
       await checkpointer.stop();
       db.close();
       rmSync(dir, { recursive: true, force: true });
