@@ -14,11 +14,7 @@ import {
   type ThingResolver,
 } from "../../src/engine/index.js";
 import { migrations } from "../../src/migrations.js";
-import {
-  openObservations,
-  type OpenedObservations,
-  type StoredObservationInput,
-} from "../../src/observations/index.js";
+import { openObservations, type OpenedObservations, type ObservationColumns } from "../../src/observations/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { openDatabase, startCheckpointer } from "../../src/store/index.js";
 
@@ -110,15 +106,19 @@ export async function runDurable(
       state: new MemoryStateStore(),
       sink: discard,
       clock,
-      observations: { insertBatch: () => undefined },
+      observations: { insertColumns: () => undefined },
     });
     rowsOf.load(rules);
-    const rows: StoredObservationInput[][] = [];
+    const rows: ObservationColumns[] = [];
     for (let s = warm; s < warm + measured; s += chunkSize) {
-      rows.push(rowsOf.process(decodeMessages(chunk(s, Math.min(warm + measured, s + chunkSize)))).stored);
+      const columns = rowsOf
+        .process(decodeMessages(chunk(s, Math.min(warm + measured, s + chunkSize))))
+        .stored.columns();
+      columns.stream.fill(-1);
+      rows.push(columns);
     }
     const t0 = performance.now();
-    await Promise.all(rows.map((batch) => observations.store.insertBatch(batch.map(({ document }) => ({ document })))));
+    await Promise.all(rows.map((batch) => observations.store.insertColumns(batch)));
     const storeSeconds = (performance.now() - t0) / 1000;
 
     return {

@@ -1,5 +1,6 @@
 import { migrate, openDatabase, type Db } from "../store/index.js";
 import { ObservationPartitions, partitionMigrations } from "./partitions.js";
+import { ObservationColumnsBuilder } from "./rows.js";
 import { SqliteObservationReader, type ObservationReader } from "./reader.js";
 import { SqliteObservationStore, type ObservationStore } from "./store.js";
 import { ThreadedObservationStore } from "./writer.js";
@@ -81,15 +82,9 @@ function moveLegacyTable(service: Db, observations: Db): void {
   for (let after = 0; ;) {
     const rows = page.all(after, MOVE_CHUNK);
     if (rows.length === 0) break;
-    partitions.insert({
-      thingName: rows.map((r) => r.thing_name),
-      thingType: rows.map((r) => r.thing_type),
-      domain: rows.map((r) => r.domain),
-      ts: rows.map((r) => r.ts),
-      doc: rows.map((r) => r.doc),
-      stream: rows.map(() => null),
-      offset: rows.map(() => 0),
-    });
+    const columns = new ObservationColumnsBuilder(true, rows.length);
+    for (const r of rows) columns.addDocument(r.thing_name, r.thing_type, r.domain, r.ts, r.doc, -1, 0);
+    partitions.insert(columns.columns());
     after = rows[rows.length - 1]!.id;
   }
   service.exec("DROP TABLE observations");

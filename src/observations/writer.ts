@@ -2,7 +2,8 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { ThreadCalls } from "../store/index.js";
 import type { ColumnsThreadData } from "./columns-thread.js";
-import { MAINTAIN_EVERY_MS, toColumns, type ObservationColumns } from "./partitions.js";
+import { MAINTAIN_EVERY_MS } from "./partitions.js";
+import { toColumns, type ObservationColumns } from "./rows.js";
 import type { ObservationStore } from "./store.js";
 import type { StoredObservationInput } from "./types.js";
 
@@ -50,6 +51,11 @@ export class ThreadedObservationStore implements ObservationStore {
   async insertBatch(inputs: readonly StoredObservationInput[]): Promise<void> {
     if (inputs.length === 0) return;
     await this.thread.call({ op: "insert", rows: toColumns(inputs) });
+  }
+
+  async insertColumns(columns: ObservationColumns): Promise<void> {
+    if (columns.count === 0) return;
+    await this.thread.call({ op: "insert", rows: columns });
   }
 
   deleteOlderThan(cutoff: number, limit: number): Promise<number> {
