@@ -1,7 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import type { Db, Migration } from "../store/index.js";
 import { DayColumns, type StoredColumns, type StoredRow } from "./columns.js";
-import { documentText, type ObservationColumns } from "./rows.js";
+import type { ObservationColumns } from "./rows.js";
 
 export const DAY_MS = 86_400_000;
 /**
@@ -244,11 +244,7 @@ export class ObservationPartitions {
       for (const i of keep) {
         const ts = rows.ts[i]!;
         const day = dayOf(ts);
-        const thingName = rows.thingName[i]!;
-        const thingType = rows.thingType[i]!;
-        const domain = rows.domain[i]!;
-        const doc = rows.whole ? rows.doc[i]! : documentText(thingName, thingType, domain, ts, rows.doc[i]!);
-        const args = [id++, thingName, thingType, domain, ts, doc] as const;
+        const args = [id++, rows.thingName[i], rows.thingType[i], rows.domain[i], ts, rows.doc[i]] as const;
         try {
           this.insertStatement(day).run(...args);
         } catch (err) {

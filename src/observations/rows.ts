@@ -4,7 +4,7 @@ import type { ObservationDocument, StoredObservationInput } from "./types.js";
  * A batch as the writer takes it, column by column: documents already JSON and
  * numbers in typed arrays, so that handing a batch to the writer thread copies
  * strings and bytes, not object graphs (structured clone of objects costs more
- * than the JSON). One row per index below `count` (the typed arrays may be longer).
+ * than the JSON). One row per index below `count`.
  */
 export interface ObservationColumns {
   count: number;
@@ -12,14 +12,8 @@ export interface ObservationColumns {
   thingType: string[];
   domain: string[];
   ts: Float64Array;
-  /**
-   * Each row's document as JSON when `whole`; else only what follows `"state":` in it (the
-   * state's JSON, then `,"nested":[…]` when it has nested objects, without the closing brace):
-   * the head before it is the same JSON of the row's columns every time, and the writer makes it
-   * (`documentText`), off the engine's thread.
-   */
+  /** Each row's document as JSON. */
   doc: string[];
-  whole: boolean;
   /** The replayable streams of the batch (`kafka:<topic>:<partition>`), each once. */
   streams: string[];
   /** Per row, its stream's index in `streams`, or -1 for a row of no replayable stream. */
@@ -28,22 +22,13 @@ export interface ObservationColumns {
   offset: Float64Array;
 }
 
-/**
- * A row's document as JSON: `JSON.stringify` of the document the engine
- * stores ({thingName, thingType, domain, timestamp, state, nested?}, in that
- * order), made of its columns and the rest of its JSON (`ObservationColumns.doc`).
- */
-export function documentText(thingName: string, thingType: string, domain: string, ts: number, rest: string): string {
-  return `{"thingName":${JSON.stringify(thingName)},"thingType":${JSON.stringify(thingType)},"domain":${JSON.stringify(domain)},"timestamp":${JSON.stringify(ts)},"state":${rest}}`;
-}
-
 /** Rows a batch starts with room for when the caller does not say. */
 const INITIAL_ROWS = 64;
 
 /**
- * Builds a batch's columns row by row. The engine adds an observation's parts
- * (`addObservation`: its state's JSON is the only serialization on the engine's
- * thread); other writers add whole documents (`addDocument`). One kind per batch.
+ * Builds a batch's columns row by row: the engine adds each observation it
+ * accepts (`addObservation`: one JSON.stringify of its document, no objects
+ * kept per row), other writers documents they have as JSON (`addDocument`).
  */
 export class ObservationColumnsBuilder {
   private count = 0;
@@ -60,11 +45,7 @@ export class ObservationColumnsBuilder {
   private lastPartition: number | undefined;
   private lastStream = -1;
 
-  constructor(
-    /** Whether rows are whole documents (`addDocument`) or observations (`addObservation`). */
-    private readonly whole: boolean,
-    capacity = INITIAL_ROWS,
-  ) {
+  constructor(capacity = INITIAL_ROWS) {
     const rows = Math.max(1, capacity);
     this.ts = new Float64Array(rows);
     this.stream = new Int32Array(rows);
@@ -90,20 +71,26 @@ export class ObservationColumnsBuilder {
     return index;
   }
 
-  /** An observation the engine accepted; `stream` -1 when it is not replayable. */
+  /**
+   * An observation the engine accepted, stored as the document FIND and exports read; `stream`
+   * -1 when it is not replayable.
+   */
   addObservation(
     thingName: string,
     thingType: string,
     domain: string,
     timestamp: number,
     state: Record<string, unknown>,
-    nested: readonly unknown[] | undefined,
+    nested: ObservationDocument["nested"],
     stream: number,
     offset: number,
   ): void {
-    const rest =
-      nested === undefined ? JSON.stringify(state) : `${JSON.stringify(state)},"nested":${JSON.stringify(nested)}`;
-    this.add(thingName, thingType, domain, timestamp, rest, stream, offset);
+    // One object literal of a fixed shape, dropped at once: a young-generation allocation, not a row kept.
+    const json =
+      nested === undefined
+        ? JSON.stringify({ thingName, thingType, domain, timestamp, state })
+        : JSON.stringify({ thingName, thingType, domain, timestamp, state, nested });
+    this.addDocument(thingName, thingType, domain, timestamp, json, stream, offset);
   }
 
   /** A document, with its JSON; `stream` -1 when it is not replayable. */
@@ -116,24 +103,12 @@ export class ObservationColumnsBuilder {
     stream: number,
     offset: number,
   ): void {
-    this.add(thingName, thingType, domain, timestamp, json, stream, offset);
-  }
-
-  private add(
-    thingName: string,
-    thingType: string,
-    domain: string,
-    timestamp: number,
-    doc: string,
-    stream: number,
-    offset: number,
-  ): void {
     const i = this.count++;
     if (i === this.ts.length) this.grow();
     this.thingName.push(thingName);
     this.thingType.push(thingType);
     this.domain.push(domain);
-    this.doc.push(doc);
+    this.doc.push(json);
     this.ts[i] = timestamp;
     this.stream[i] = stream;
     this.offset[i] = offset;
@@ -162,7 +137,6 @@ export class ObservationColumnsBuilder {
       domain: this.domain,
       ts: this.ts.length === n ? this.ts : this.ts.slice(0, n),
       doc: this.doc,
-      whole: this.whole,
       streams: this.streams,
       stream: this.stream.length === n ? this.stream : this.stream.slice(0, n),
       offset: this.offset.length === n ? this.offset : this.offset.slice(0, n),
@@ -172,7 +146,7 @@ export class ObservationColumnsBuilder {
 
 /** The columns of stored observations given as documents (HTTP, tools, tests): each document's JSON as it is. */
 export function toColumns(inputs: readonly StoredObservationInput[]): ObservationColumns {
-  const rows = new ObservationColumnsBuilder(true, inputs.length);
+  const rows = new ObservationColumnsBuilder(inputs.length);
   for (const { from, document: d } of inputs) {
     const stream = from === undefined ? -1 : rows.streamOf(from.stream, undefined);
     rows.addDocument(d.thingName, d.thingType, d.domain, d.timestamp, JSON.stringify(d), stream, from?.offset ?? 0);
@@ -180,12 +154,9 @@ export function toColumns(inputs: readonly StoredObservationInput[]): Observatio
   return rows.columns();
 }
 
-/** The stored observation of row `i` as the engine would have given it: what tests and tools read back. */
+/** Row `i` as a stored observation: what tests and tools read back. */
 export function storedInput(columns: ObservationColumns, i: number): StoredObservationInput {
-  const text = columns.whole
-    ? columns.doc[i]!
-    : documentText(columns.thingName[i]!, columns.thingType[i]!, columns.domain[i]!, columns.ts[i]!, columns.doc[i]!);
-  const document = JSON.parse(text) as ObservationDocument;
+  const document = JSON.parse(columns.doc[i]!) as ObservationDocument;
   const s = columns.stream[i]!;
   return s < 0 ? { document } : { from: { stream: columns.streams[s]!, offset: columns.offset[i]! }, document };
 }

@@ -12,6 +12,8 @@ const COLUMN_BUILDER_NICE = 10;
 
 export interface WriterData {
   file: string;
+  /** Pages of WAL past which a commit checkpoints: raised when a checkpointer thread does it (`open.ts`). */
+  walAutocheckpoint: number;
 }
 
 export type WriterRequest =
@@ -34,10 +36,10 @@ export class ThreadedObservationStore implements ObservationStore {
   /** Builds the closed days' column cache beside the writer (`columns-thread.ts`), never in its way. */
   private readonly columnBuilder: Worker;
 
-  constructor(file: string, columnsEveryMs = MAINTAIN_EVERY_MS) {
+  constructor(file: string, columnsEveryMs = MAINTAIN_EVERY_MS, walAutocheckpoint = 1000) {
     this.thread = new ThreadCalls(
       new URL("./writer.mjs", import.meta.url),
-      { file } satisfies WriterData,
+      { file, walAutocheckpoint } satisfies WriterData,
       "observation writer",
     );
     this.columnBuilder = new Worker(fileURLToPath(new URL("./column-builder.mjs", import.meta.url)), {
