@@ -14,13 +14,7 @@ import {
   type ThingResolver,
 } from "../../src/engine/index.js";
 import { migrations } from "../../src/migrations.js";
-import {
-  ObservationColumnsBuilder,
-  openObservations,
-  type OpenedObservations,
-  type ObservationColumns,
-  type ObservationDocument,
-} from "../../src/observations/index.js";
+import { openObservations, type OpenedObservations, type ObservationColumns } from "../../src/observations/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { openDatabase, startCheckpointer } from "../../src/store/index.js";
 
@@ -171,50 +165,6 @@ export interface DurableVariant {
    * the observation path alone, told apart from the state flush's.
    */
   stateInMemory?: boolean;
-  /** TEMPORARY A/B: the old observation path. */
-  legacy?: boolean;
-  /** TEMPORARY A/B */
-  noCheckpointer?: boolean;
-}
-
-/** TEMPORARY A/B: the engine-thread work of the old path (document + from objects, JSON of the whole document). */
-class LegacyBuilder extends ObservationColumnsBuilder {
-  private readonly inputs: { from?: { stream: string; offset: number }; document: ObservationDocument }[] = [];
-  constructor() {
-    super();
-  }
-  override streamOf(source: string, partition: number | undefined): number {
-    return partition === undefined ? -1 - source.length : partition;
-  }
-  override addObservation(
-    thingName: string,
-    thingType: string,
-    domain: string,
-    timestamp: number,
-    state: Record<string, unknown>,
-    nested: readonly unknown[] | undefined,
-    stream: number,
-    offset: number,
-  ): void {
-    const document: ObservationDocument = { thingName, thingType, domain, timestamp, state };
-    if (nested !== undefined) document.nested = nested as ObservationDocument["nested"];
-    if (stream < 0) this.inputs.push({ document });
-    else this.inputs.push({ from: { stream: `kafka:bench:${stream}`, offset }, document });
-  }
-  override columns(): ObservationColumns {
-    return toColumnsLegacy(this.inputs);
-  }
-}
-
-function toColumnsLegacy(
-  inputs: readonly { from?: { stream: string; offset: number }; document: ObservationDocument }[],
-): ObservationColumns {
-  const rows = new ObservationColumnsBuilder(inputs.length);
-  for (const { from, document: d } of inputs) {
-    const stream = from === undefined ? -1 : rows.streamOf(from.stream, undefined);
-    rows.addDocument(d.thingName, d.thingType, d.domain, d.timestamp, JSON.stringify(d), stream, from?.offset ?? 0);
-  }
-  return rows.columns();
 }
 
 interface OpenedDurable {
@@ -240,12 +190,7 @@ function openDurable(
   const dir = mkdtempSync(join(tmpdir(), "dms-bench-engine-"));
   const db = openDatabase({ dataDir: dir, migrations });
   const checkpointer = startCheckpointer(db);
-  const observations = openObservations({
-    dataDir: dir,
-    db,
-    writerThread: true,
-    checkpointer: !variant.noCheckpointer,
-  });
+  const observations = openObservations({ dataDir: dir, db, writerThread: true });
   const state = variant.stateInMemory
     ? new MemoryStateStore()
     : new SqliteStateStore(db, { writerThread: variant.writerThread });
@@ -256,7 +201,6 @@ function openDurable(
     observations: observations.store,
     deadLetters: new SqliteDeadLetterStore(db),
     clock,
-    rowsBuilder: variant.legacy ? () => new LegacyBuilder() : undefined,
   });
   engine.load(rules);
   return {

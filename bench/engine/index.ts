@@ -266,14 +266,7 @@ async function durableOnly(
       : { name: "state written by a thread of its own", writerThread: true },
     // The observation path alone: observations stored as the service's, the state in memory.
     { name: "observations stored, state in memory", writerThread: STATE_WRITER_THREAD, stateInMemory: true },
-    { name: "LEGACY observations stored, state in memory", writerThread: STATE_WRITER_THREAD, stateInMemory: true, legacy: true },
   ];
-  if (process.env.OBS_AB) {
-    variants.length = 0;
-    const v = { writerThread: STATE_WRITER_THREAD, stateInMemory: true };
-    variants.push({ ...v, name: "NEW obs" }, { ...v, name: "LEGACY obs", legacy: true });
-    variants.push({ ...v, name: "NEW obs no ckpt", noCheckpointer: true }, { ...v, name: "LEGACY obs no ckpt", legacy: true, noCheckpointer: true });
-  }
   // ENGINE_IN_FLIGHT=8: one more durable engine as the service's, fed with that many chunks in flight.
   const inFlight = Number(process.env.ENGINE_IN_FLIGHT ?? 0);
   if (inFlight > 0)

@@ -35,8 +35,6 @@ export interface EngineOptions {
   compile?: CompileOptions;
   /** Find constant comparisons through sorted indexes (default); false scans every rule of the type. */
   indexRules?: boolean;
-  /** TEMPORARY A/B: the builder of a batch's rows. */
-  rowsBuilder?: () => ObservationColumnsBuilder;
   /** Counters of the batch, for /metrics. */
   onBatch?: (result: BatchResult, deadLetters: readonly DeadLetter[]) => void;
 }
@@ -291,7 +289,7 @@ export class RuleEngine {
       triggered: 0,
       matched: 0,
       actions: [],
-      stored: this.options.rowsBuilder?.() ?? new ObservationColumnsBuilder(),
+      stored: new ObservationColumnsBuilder(),
       deadLetters: [],
       changed: [],
     };

@@ -24,8 +24,6 @@ export interface OpenObservationsOptions {
   clock?: () => number;
   /** How often the writer thread's column builder looks for closed days to take apart (tests shorten it). */
   columnsEveryMs?: number;
-  /** TEMPORARY A/B */
-  checkpointer?: boolean;
 }
 
 export const OBSERVATIONS_FILE = "observations.sqlite";
@@ -50,7 +48,7 @@ export function openObservations(options: OpenObservationsOptions): OpenedObserv
   moveLegacyTable(options.db, db);
   // The writer thread's commits leave the WAL's checkpoints to a thread of their own: measured, a
   // commit that crossed 1,000 pages and checkpointed took the writer 1.8x as long per row (fsyncs).
-  const checkpointer = options.writerThread && options.checkpointer !== false ? startCheckpointer(db) : undefined;
+  const checkpointer = options.writerThread ? startCheckpointer(db) : undefined;
   const store = options.writerThread
     ? new ThreadedObservationStore(
         db.name,
