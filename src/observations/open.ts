@@ -46,8 +46,9 @@ export function openObservations(options: OpenObservationsOptions): OpenedObserv
   }
   const db = openDatabase({ dataDir: options.dataDir, migrations: partitionMigrations, fileName: OBSERVATIONS_FILE });
   moveLegacyTable(options.db, db);
-  // The writer thread's commits leave the WAL's checkpoints to a thread of their own: measured, a
-  // commit that crossed 1,000 pages and checkpointed took the writer 1.8x as long per row (fsyncs).
+  // The writer thread's commits leave the WAL's checkpoints to a thread of their own: a commit past
+  // 1,000 pages copies the WAL back with two fsyncs, and the next batch waits (measured on the writer
+  // alone: 12.6-14.4 µs a row with them, 6.6-8.0 without).
   const checkpointer = options.writerThread ? startCheckpointer(db) : undefined;
   const store = options.writerThread
     ? new ThreadedObservationStore(

@@ -52,10 +52,6 @@ export class ObservationColumnsBuilder {
     this.offset = new Float64Array(rows);
   }
 
-  get length(): number {
-    return this.count;
-  }
-
   /**
    * The index of the stream a replayable source read from: `<source>:<partition>`, or the source
    * where it has no partitions. Pass it to `add…` with the row's offset.

@@ -32,7 +32,7 @@ export class SqliteObservationStore implements ObservationStore {
   }
 
   async insertBatch(inputs: readonly StoredObservationInput[]): Promise<void> {
-    this.partitions.insert(toColumns(inputs));
+    await this.insertColumns(toColumns(inputs));
   }
 
   async insertColumns(columns: ObservationColumns): Promise<void> {

@@ -51,8 +51,7 @@ export class ThreadedObservationStore implements ObservationStore {
   }
 
   async insertBatch(inputs: readonly StoredObservationInput[]): Promise<void> {
-    if (inputs.length === 0) return;
-    await this.thread.call({ op: "insert", rows: toColumns(inputs) });
+    await this.insertColumns(toColumns(inputs));
   }
 
   async insertColumns(columns: ObservationColumns): Promise<void> {
