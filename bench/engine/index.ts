@@ -264,6 +264,8 @@ async function durableOnly(
     STATE_WRITER_THREAD
       ? { name: "state flushed on the engine's thread", writerThread: false }
       : { name: "state written by a thread of its own", writerThread: true },
+    // The observation path alone: observations stored as the service's, the state in memory.
+    { name: "observations stored, state in memory", writerThread: STATE_WRITER_THREAD, stateInMemory: true },
   ];
   // ENGINE_IN_FLIGHT=8: one more durable engine as the service's, fed with that many chunks in flight.
   const inFlight = Number(process.env.ENGINE_IN_FLIGHT ?? 0);

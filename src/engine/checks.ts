@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { StoredObservationInput } from "../observations/index.js";
+import type { ObservationColumnsBuilder } from "../observations/index.js";
 import { MAX_DEAD_LETTER_PAYLOAD, type DeadLetter, type DeadLetterReason } from "./dead-letters/index.js";
 import type { Ingested } from "./decode.js";
 import type { ThingInfo } from "./things.js";
@@ -28,30 +28,29 @@ export function observationId(position: SourcePosition): string {
   return partition === undefined ? `${source}:${offset}` : `${source}:${partition}:${offset}`;
 }
 
-/** The row the observation store keeps of an accepted observation. */
-export function storedObservation(
+/** Adds the row the observation store keeps of an accepted observation to the batch's. */
+export function storeObservation(
+  rows: ObservationColumnsBuilder,
   position: SourcePosition,
   info: ThingInfo,
   thingName: string,
   timestamp: number,
   state: Record<string, unknown>,
   nested: NestedObservation[] | undefined,
-): StoredObservationInput {
-  const document: StoredObservationInput["document"] = {
-    thingName,
-    thingType: info.thingType,
-    domain: info.domain,
-    timestamp,
-    state,
-  };
-  if (nested !== undefined) document.nested = nested;
+): void {
   // A position with an offset is replayable (Kafka): the store keeps each (stream, offset) once.
   const { source, partition, offset } = position;
-  if (offset === undefined) return { document };
-  return {
-    from: { stream: partition === undefined ? source : `${source}:${partition}`, offset: Number(offset) },
-    document,
-  };
+  const replayable = offset !== undefined;
+  rows.addObservation(
+    thingName,
+    info.thingType,
+    info.domain,
+    timestamp,
+    state,
+    nested,
+    replayable ? rows.streamOf(source, partition) : -1,
+    replayable ? Number(offset) : 0,
+  );
 }
 
 /** The dead letter of an input: where it came from, why, and its first 4 KiB. */

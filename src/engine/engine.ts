@@ -1,8 +1,8 @@
 import { performance } from "node:perf_hooks";
-import type { StoredObservationInput } from "../observations/index.js";
+import { ObservationColumnsBuilder, type ObservationColumns } from "../observations/index.js";
 import type { Rule } from "../rule-model/index.js";
 import { EvalContext, readGeoPoint, type CompileOptions } from "./compile/index.js";
-import { deadLetter, observationId, storedObservation, wrongType } from "./checks.js";
+import { deadLetter, observationId, storeObservation, wrongType } from "./checks.js";
 import type { DeadLetter, DeadLetterReason, DeadLetterStore } from "./dead-letters/index.js";
 import type { Ingested, Refusal } from "./decode.js";
 import { RuleIndex, type TypeRules } from "./rule-index.js";
@@ -29,7 +29,7 @@ export interface EngineOptions {
    * Where accepted observations are written, one transaction per batch; a batch is handled once
    * its promise resolves (the engine evaluates the next batch meanwhile).
    */
-  observations?: { insertBatch(inputs: readonly StoredObservationInput[]): Promise<void> | void } | undefined;
+  observations?: { insertColumns(columns: ObservationColumns): Promise<void> | void } | undefined;
   deadLetters?: Pick<DeadLetterStore, "insertBatch"> | undefined;
   clock?: () => number;
   compile?: CompileOptions;
@@ -57,7 +57,8 @@ export interface BatchResult {
 /** The in-memory side of one batch, before anything is written or handed over. */
 export interface BatchWork extends BatchResult {
   actions: TriggeredAction[];
-  stored: StoredObservationInput[];
+  /** The rows of the accepted observations, in batch order, built as they are accepted. */
+  stored: ObservationColumnsBuilder;
   deadLetters: DeadLetter[];
   /** Every thing state this batch changed, once each: what the state store makes durable. */
   changed: ThingState[];
@@ -230,7 +231,7 @@ export class RuleEngine {
     let durable: Promise<unknown>;
     try {
       if (work.actions.length > 0) await this.options.sink.accept(work.actions);
-      const stored = Promise.resolve(this.options.observations?.insertBatch(work.stored));
+      const stored = Promise.resolve(this.options.observations?.insertColumns(work.stored.columns()));
       // Awaited by `handle`; marked handled here so that a failure before `handle` awaits it is not unhandled.
       stored.catch(() => undefined);
       await this.options.deadLetters?.insertBatch(work.deadLetters);
@@ -288,7 +289,7 @@ export class RuleEngine {
       triggered: 0,
       matched: 0,
       actions: [],
-      stored: [],
+      stored: new ObservationColumnsBuilder(),
       deadLetters: [],
       changed: [],
     };
@@ -332,7 +333,7 @@ export class RuleEngine {
     for (let i = 0; i < accepted; i++) {
       const p = pending[i]!;
       work.accepted++;
-      if (keep) work.stored.push(storedObservation(p.position, p.rt.info, p.thingName, p.timestamp, p.os, p.nested));
+      if (keep) storeObservation(work.stored, p.position, p.rt.info, p.thingName, p.timestamp, p.os, p.nested);
       if (p.actions !== undefined) for (let j = 0; j < p.actions.length; j++) work.actions.push(p.actions[j]!);
     }
   }

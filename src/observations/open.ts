@@ -1,5 +1,6 @@
-import { migrate, openDatabase, type Db } from "../store/index.js";
+import { migrate, openDatabase, startCheckpointer, type Db } from "../store/index.js";
 import { ObservationPartitions, partitionMigrations } from "./partitions.js";
+import { ObservationColumnsBuilder } from "./rows.js";
 import { SqliteObservationReader, type ObservationReader } from "./reader.js";
 import { SqliteObservationStore, type ObservationStore } from "./store.js";
 import { ThreadedObservationStore } from "./writer.js";
@@ -45,8 +46,16 @@ export function openObservations(options: OpenObservationsOptions): OpenedObserv
   }
   const db = openDatabase({ dataDir: options.dataDir, migrations: partitionMigrations, fileName: OBSERVATIONS_FILE });
   moveLegacyTable(options.db, db);
+  // The writer thread's commits leave the WAL's checkpoints to a thread of their own: a commit past
+  // 1,000 pages copies the WAL back with two fsyncs, and the next batch waits (measured on the writer
+  // alone: 12.6-14.4 µs a row with them, 6.6-8.0 without).
+  const checkpointer = options.writerThread ? startCheckpointer(db) : undefined;
   const store = options.writerThread
-    ? new ThreadedObservationStore(db.name, options.columnsEveryMs)
+    ? new ThreadedObservationStore(
+        db.name,
+        options.columnsEveryMs,
+        Number(db.pragma("wal_autocheckpoint", { simple: true })),
+      )
     : new SqliteObservationStore(db, options.clock);
   return {
     store,
@@ -54,6 +63,7 @@ export function openObservations(options: OpenObservationsOptions): OpenedObserv
     file: db.name,
     close: async () => {
       await store.close();
+      await checkpointer?.stop();
       db.close();
     },
   };
@@ -81,15 +91,9 @@ function moveLegacyTable(service: Db, observations: Db): void {
   for (let after = 0; ;) {
     const rows = page.all(after, MOVE_CHUNK);
     if (rows.length === 0) break;
-    partitions.insert({
-      thingName: rows.map((r) => r.thing_name),
-      thingType: rows.map((r) => r.thing_type),
-      domain: rows.map((r) => r.domain),
-      ts: rows.map((r) => r.ts),
-      doc: rows.map((r) => r.doc),
-      stream: rows.map(() => null),
-      offset: rows.map(() => 0),
-    });
+    const columns = new ObservationColumnsBuilder(rows.length);
+    for (const r of rows) columns.addDocument(r.thing_name, r.thing_type, r.domain, r.ts, r.doc, -1, 0);
+    partitions.insert(columns.columns());
     after = rows[rows.length - 1]!.id;
   }
   service.exec("DROP TABLE observations");

@@ -1,50 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import type { Db, Migration } from "../store/index.js";
 import { DayColumns, type StoredColumns, type StoredRow } from "./columns.js";
-import type { StoredObservationInput } from "./types.js";
-
-/**
- * A batch as the writer takes it, column by column: documents already JSON, so
- * that handing a batch to the writer thread copies strings and numbers, not
- * object graphs (structured clone of objects costs more than the JSON).
- */
-export interface ObservationColumns {
-  thingName: string[];
-  thingType: string[];
-  domain: string[];
-  ts: number[];
-  doc: string[];
-  /** The replayable stream of each row, or null. */
-  stream: (string | null)[];
-  /** Its offset in the stream (0 where `stream` is null). */
-  offset: number[];
-}
-
-/** Serializes a batch: the work that stays on the engine's thread. */
-export function toColumns(inputs: readonly StoredObservationInput[]): ObservationColumns {
-  // Filled by push, not preallocated with `new Array(n)`: a preallocated array stays holey, and the
-  // structured clone to the writer thread copies a holey array as a sparse one, element by element
-  // as properties: 3x the cost of a packed array on both threads (0.9 + 1.7 µs a row against 0.35 + 0.6).
-  const columns: ObservationColumns = {
-    thingName: [],
-    thingType: [],
-    domain: [],
-    ts: [],
-    doc: [],
-    stream: [],
-    offset: [],
-  };
-  for (const { from, document: d } of inputs) {
-    columns.thingName.push(d.thingName);
-    columns.thingType.push(d.thingType);
-    columns.domain.push(d.domain);
-    columns.ts.push(d.timestamp);
-    columns.doc.push(JSON.stringify(d));
-    columns.stream.push(from?.stream ?? null);
-    columns.offset.push(from?.offset ?? 0);
-  }
-  return columns;
-}
+import type { ObservationColumns } from "./rows.js";
 
 export const DAY_MS = 86_400_000;
 /**
@@ -266,19 +223,19 @@ export class ObservationPartitions {
 
   private write(rows: ObservationColumns): number {
     return this.db.transaction(() => {
-      const marks = new Map<string, number>();
+      // The last offset stored per stream of the batch, by its index in `rows.streams`.
+      const marks: (number | undefined)[] = [];
       const keep: number[] = [];
-      for (let i = 0; i < rows.doc.length; i++) {
-        const stream = rows.stream[i];
-        if (stream === null || stream === undefined) {
+      for (let i = 0; i < rows.count; i++) {
+        const s = rows.stream[i]!;
+        if (s < 0) {
           keep.push(i);
           continue;
         }
         const offset = rows.offset[i]!;
-        let mark = marks.get(stream);
-        if (mark === undefined) mark = this.markOf.get(stream)?.offset ?? -1;
+        const mark = (marks[s] ??= this.markOf.get(rows.streams[s]!)?.offset ?? -1);
         if (offset <= mark) continue;
-        marks.set(stream, offset);
+        marks[s] = offset;
         keep.push(i);
       }
       if (keep.length === 0) return 0;
@@ -297,7 +254,10 @@ export class ObservationPartitions {
           this.insertStatement(day).run(...args);
         }
       }
-      for (const [stream, offset] of marks) this.setMark.run(stream, offset);
+      for (let s = 0; s < marks.length; s++) {
+        const offset = marks[s];
+        if (offset !== undefined) this.setMark.run(rows.streams[s]!, offset);
+      }
       return keep.length;
     })();
   }
@@ -420,11 +380,14 @@ export class ObservationPartitions {
   }
 }
 
+/** The first offset of each stream in the batch. */
 function firstOffsets(rows: ObservationColumns): Map<string, number> {
   const first = new Map<string, number>();
-  for (let i = 0; i < rows.stream.length; i++) {
-    const stream = rows.stream[i];
-    if (stream !== null && stream !== undefined && !first.has(stream)) first.set(stream, rows.offset[i]!);
+  for (let i = 0; i < rows.count; i++) {
+    const s = rows.stream[i]!;
+    if (s < 0) continue;
+    const stream = rows.streams[s]!;
+    if (!first.has(stream)) first.set(stream, rows.offset[i]!);
   }
   return first;
 }

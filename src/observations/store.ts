@@ -1,5 +1,6 @@
 import type { Db } from "../store/index.js";
-import { ObservationPartitions, partitionMigrations, toColumns } from "./partitions.js";
+import { ObservationPartitions, partitionMigrations } from "./partitions.js";
+import { toColumns, type ObservationColumns } from "./rows.js";
 import type { StoredObservationInput } from "./types.js";
 
 /**
@@ -12,6 +13,8 @@ import type { StoredObservationInput } from "./types.js";
 export interface ObservationStore {
   /** Stores a batch in one transaction; rows of a replay (at or below their stream's mark) are skipped. */
   insertBatch(inputs: readonly StoredObservationInput[]): Promise<void>;
+  /** The same for a batch already in columns (the engine builds them as it accepts observations). */
+  insertColumns(columns: ObservationColumns): Promise<void>;
   /** Deletes up to `limit` observations older than `cutoff` (epoch ms), oldest first; answers how many. */
   deleteOlderThan(cutoff: number, limit: number): Promise<number>;
   count(): Promise<number>;
@@ -29,7 +32,11 @@ export class SqliteObservationStore implements ObservationStore {
   }
 
   async insertBatch(inputs: readonly StoredObservationInput[]): Promise<void> {
-    this.partitions.insert(toColumns(inputs));
+    await this.insertColumns(toColumns(inputs));
+  }
+
+  async insertColumns(columns: ObservationColumns): Promise<void> {
+    if (columns.count > 0) this.partitions.insert(columns);
   }
 
   async deleteOlderThan(cutoff: number, limit: number): Promise<number> {

@@ -10,12 +10,14 @@ import type { WriterRequest, WriterData } from "./writer.js";
  * retention deletes and the index builds run here, on the machine's other core.
  * Requests are handled one at a time, in the order posted.
  */
-const { file } = workerData as WriterData;
+const { file, walAutocheckpoint } = workerData as WriterData;
 const db = new Database(file);
 db.pragma("journal_mode = WAL");
 db.pragma("synchronous = NORMAL");
 db.pragma("busy_timeout = 5000");
 db.pragma("cache_size = -65536");
+// A checkpointer thread copies the WAL back (`open.ts`): a commit that did it would hold the next batch up on its fsyncs.
+db.pragma(`wal_autocheckpoint = ${walAutocheckpoint}`);
 // The column cache is built by a thread of its own (`columns-thread.ts`), not between inserts.
 const partitions = new ObservationPartitions(db, Date.now, false);
 const port = parentPort!;

@@ -2,7 +2,8 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { ThreadCalls } from "../store/index.js";
 import type { ColumnsThreadData } from "./columns-thread.js";
-import { MAINTAIN_EVERY_MS, toColumns, type ObservationColumns } from "./partitions.js";
+import { MAINTAIN_EVERY_MS } from "./partitions.js";
+import { toColumns, type ObservationColumns } from "./rows.js";
 import type { ObservationStore } from "./store.js";
 import type { StoredObservationInput } from "./types.js";
 
@@ -11,6 +12,8 @@ const COLUMN_BUILDER_NICE = 10;
 
 export interface WriterData {
   file: string;
+  /** Pages of WAL past which a commit checkpoints: raised when a checkpointer thread does it (`open.ts`). */
+  walAutocheckpoint: number;
 }
 
 export type WriterRequest =
@@ -33,10 +36,10 @@ export class ThreadedObservationStore implements ObservationStore {
   /** Builds the closed days' column cache beside the writer (`columns-thread.ts`), never in its way. */
   private readonly columnBuilder: Worker;
 
-  constructor(file: string, columnsEveryMs = MAINTAIN_EVERY_MS) {
+  constructor(file: string, columnsEveryMs = MAINTAIN_EVERY_MS, walAutocheckpoint = 1000) {
     this.thread = new ThreadCalls(
       new URL("./writer.mjs", import.meta.url),
-      { file } satisfies WriterData,
+      { file, walAutocheckpoint } satisfies WriterData,
       "observation writer",
     );
     this.columnBuilder = new Worker(fileURLToPath(new URL("./column-builder.mjs", import.meta.url)), {
@@ -48,8 +51,12 @@ export class ThreadedObservationStore implements ObservationStore {
   }
 
   async insertBatch(inputs: readonly StoredObservationInput[]): Promise<void> {
-    if (inputs.length === 0) return;
-    await this.thread.call({ op: "insert", rows: toColumns(inputs) });
+    await this.insertColumns(toColumns(inputs));
+  }
+
+  async insertColumns(columns: ObservationColumns): Promise<void> {
+    if (columns.count === 0) return;
+    await this.thread.call({ op: "insert", rows: columns });
   }
 
   deleteOlderThan(cutoff: number, limit: number): Promise<number> {

@@ -8,7 +8,7 @@ import {
   type RawObservation,
   type ThingInfo,
 } from "../../src/engine/index.js";
-import type { StoredObservationInput } from "../../src/observations/index.js";
+import { storedInput, type ObservationColumns } from "../../src/observations/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { freePortRange } from "../support/ports.js";
 import { CollectingSink, hot } from "./support.js";
@@ -24,7 +24,11 @@ const THINGS = new Map<string, ThingInfo>(
 const warm: Rule = { ...hot, id: "warm", name: "warm", threshold: { count: 3, interval: 0 } };
 
 /** Where a stored row was read: its stream and offset, the same for the same input. */
-const position = (r: StoredObservationInput): string => `${r.from?.stream}:${r.from?.offset}`;
+const positions = (columns: ObservationColumns): string[] =>
+  Array.from({ length: columns.count }, (_, i) => {
+    const { from } = storedInput(columns, i);
+    return `${from?.stream}:${from?.offset}`;
+  });
 
 function engine(): { engine: RuleEngine; sink: CollectingSink; stored: string[] } {
   const sink = new CollectingSink();
@@ -34,8 +38,8 @@ function engine(): { engine: RuleEngine; sink: CollectingSink; stored: string[] 
     state: new MemoryStateStore(),
     sink,
     observations: {
-      insertBatch: (rows) => {
-        stored.push(...rows.map(position));
+      insertColumns: (columns) => {
+        stored.push(...positions(columns));
       },
     },
     clock: () => 1_000_000,
@@ -113,7 +117,7 @@ describe("a big batch is evaluated in slices", () => {
     expect(result.rejected).toEqual(at.rejected);
     expect(at.triggered).toBeGreaterThan(0);
     expect(sliced.sink.actions.map((a) => a.idempotencyKey)).toEqual(at.actions.map((a) => a.idempotencyKey));
-    expect(sliced.stored).toEqual(at.stored.map(position));
+    expect(sliced.stored).toEqual(positions(at.stored.columns()));
     for (const name of ["a", "b", "c"]) {
       expect(sliced.engine.thingState(name)).toEqual(whole.engine.thingState(name));
     }

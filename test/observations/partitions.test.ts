@@ -7,6 +7,8 @@ import { migrations } from "../../src/migrations.js";
 import {
   DAY_MS,
   OBSERVATIONS_FILE,
+  ObservationColumnsBuilder,
+  storedInput,
   openObservations,
   type ObservationDocument,
   type OpenedObservations,
@@ -97,6 +99,51 @@ describe.each([
     await o.store.insertBatch([{ from: { stream: "kafka:obs:1", offset: 0 }, document: doc(T0 + 4) }]);
     await o.store.insertBatch([{ document: doc(T0 + 5) }, { document: doc(T0 + 5) }]);
     expect(all(o).map((s) => s.timestamp)).toEqual([T0, T0 + 1, T0 + 2, T0 + 3, T0 + 4, T0 + 5, T0 + 5]);
+  });
+
+  it("stores the engine's columns as the JSON of the whole document, byte for byte, and a replayed position once", async () => {
+    const o = open(writerThread);
+    // Names and values JSON escapes: quotes, backslashes, line feeds, U+2028, a lone surrogate, numbers of every form.
+    const docs: ObservationDocument[] = [
+      {
+        thingName: 'a "quoted"\\ name',
+        thingType: "10",
+        domain: "acme\nline",
+        timestamp: T0,
+        state: { s: "x\ny\u2028z" },
+      },
+      {
+        thingName: "é\ud800🙂",
+        thingType: "10",
+        domain: "acme",
+        timestamp: T0 + 1,
+        state: { n: 1e21, m: -0, f: 0.1, z: null },
+      },
+      {
+        thingName: "t1",
+        thingType: "10",
+        domain: "acme",
+        timestamp: T0 + 2,
+        state: { nested: { deep: [1, "two", { three: true }] } },
+        nested: [{ type: "wheel", id: "fl", state: { pressure: 2.1 } }, { state: {} }],
+      },
+    ];
+    const batch = (offsets: number[]) => {
+      const rows = new ObservationColumnsBuilder(1);
+      for (const i of offsets) {
+        const { thingName, thingType, domain, timestamp, state, nested } = docs[i]!;
+        rows.addObservation(thingName, thingType, domain, timestamp, state, nested, rows.streamOf("kafka:obs", 3), i);
+      }
+      return rows.columns();
+    };
+    await o.store.insertColumns(batch([0, 1]));
+    await o.store.insertColumns(batch([1, 2]));
+    const texts = o.reader
+      .candidates({ tsFrom: -Infinity, tsTo: Infinity, thingTypes: ["10"] }, 10)
+      .sort(([a], [b]) => a - b)
+      .map(([, , json]) => json);
+    expect(texts).toEqual(docs.map((d) => JSON.stringify(d)));
+    expect(storedInput(batch([2]), 0)).toEqual({ from: { stream: "kafka:obs:3", offset: 2 }, document: docs[2] });
   });
 
   it("exports page in (ts, id) order across days", async () => {
