@@ -68,6 +68,8 @@ const schema = z.object({
   KAFKA_OBSERVATIONS_TOPIC: z.string().min(1).default("dms.observations"),
   KAFKA_EVENTS_TOPIC: z.string().min(1).default("dms.events"),
   KAFKA_GROUP_ID: z.string().min(1).default("dms-engine"),
+  // How long the engine's state may lag its batches before a checkpoint makes it durable (docs/engine.md).
+  DMS_ENGINE_CHECKPOINT_MS: z.coerce.number().int().min(10).max(600_000).default(3000),
   KAFKA_TOPIC_PARTITIONS: z.coerce.number().int().min(1).max(10_000).default(6),
   KAFKA_TOPIC_REPLICATION: z.coerce.number().int().min(1).max(100).default(1),
   SCHEMA_REGISTRY_URL: optionalUrl,

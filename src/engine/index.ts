@@ -31,7 +31,15 @@ export {
   type ScopeExpression,
 } from "./compile/index.js";
 export { evaluateRule, type DryRunInput, type DryRunResult } from "./evaluate.js";
-export { RuleEngine, type BatchResult, type EngineOptions, type Rejected } from "./engine.js";
+export {
+  RuleEngine,
+  RewoundError,
+  CHECKPOINT_MS,
+  type BatchResult,
+  type HandledBatch,
+  type EngineOptions,
+  type Rejected,
+} from "./engine.js";
 export { deadLetter } from "./checks.js";
 export { MemoryStateStore, SqliteStateStore, stateMigrations } from "./state/index.js";
 export {

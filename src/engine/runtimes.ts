@@ -14,8 +14,11 @@ export interface Runtime {
   hasPos: boolean;
   lon: number;
   lat: number;
-  /** The last batch that changed this thing, so `BatchWork.changed` lists it once. */
-  batch: number;
+  /**
+   * Changed since a checkpoint took it: on the engine's dirty list, once. Cleared when a
+   * checkpoint serializes the thing; a change after that puts it on the list again.
+   */
+  dirty: boolean;
   /**
    * At least as many as the thing's live threshold entries (exactly as many after a prune): at 0,
    * an observation that matches nothing has no entry to reset, and the prune is skipped.
@@ -68,7 +71,7 @@ export class Runtimes {
       hasPos: false,
       lon: 0,
       lat: 0,
-      batch: 0,
+      dirty: false,
       armed: state.thresholds?.length ?? 0,
       domain: info.domain,
       domains: info.domains,
