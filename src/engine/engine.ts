@@ -433,14 +433,19 @@ export class RuleEngine {
       this.checkpointAgain = true;
       return;
     }
-    this.checkpointing = this.checkpoints().finally(() => (this.checkpointing = undefined));
+    this.checkpointing = this.checkpoints();
   }
 
   private async checkpoints(): Promise<void> {
-    do {
-      this.checkpointAgain = false;
-      await this.writeCheckpoint();
-    } while (this.checkpointAgain);
+    try {
+      do {
+        this.checkpointAgain = false;
+        await this.writeCheckpoint();
+      } while (this.checkpointAgain);
+    } finally {
+      // In the same step as the last look at `checkpointAgain`: a request after it starts a new loop.
+      this.checkpointing = undefined;
+    }
   }
 
   /**
