@@ -269,6 +269,9 @@ async function durableOnly(
   const inFlight = Number(process.env.ENGINE_IN_FLIGHT ?? 0);
   if (inFlight > 0)
     variants.push({ name: `${inFlight} chunks in flight`, writerThread: STATE_WRITER_THREAD, inFlight });
+  // ENGINE_CHECKPOINT_MS=1000,5000: more durable engines as the service's, checkpointing that often.
+  for (const ms of (process.env.ENGINE_CHECKPOINT_MS ?? "").split(",").filter(Boolean))
+    variants.push({ name: `checkpoint every ${ms} ms`, writerThread: STATE_WRITER_THREAD, checkpointMs: Number(ms) });
   const durable = await durableRun(w, data, resolveThing, variants);
   console.log(
     [

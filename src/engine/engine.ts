@@ -358,7 +358,8 @@ export class RuleEngine {
     this.advancePositions(batch);
     const checkpointed = (this.next ??= deferred()).promise;
     if (!replayable || this.dirty.length >= this.checkpointThings) this.startCheckpoint();
-    else this.timer ??= setTimeout(() => this.startCheckpoint(), this.checkpointMs).unref();
+    else if (Number.isFinite(this.checkpointMs))
+      this.timer ??= setTimeout(() => this.startCheckpoint(), this.checkpointMs).unref();
     return { work, stored, checkpointed, replayable: replayable && batch.length > 0 };
   }
 
