@@ -35,7 +35,9 @@ const CHECKPOINT_THINGS = 200_000;
  */
 export class RewoundError extends Error {
   constructor(partition: string) {
-    super(`the engine went back to its last checkpoint: ${partition} is to be handed over again from its committed offset`);
+    super(
+      `the engine went back to its last checkpoint: ${partition} is to be handed over again from its committed offset`,
+    );
     this.name = "RewoundError";
   }
 }

@@ -39,7 +39,11 @@ const hotTwice: Rule = {
 };
 
 /** Observation i: thing i % THINGS, keyed by it (one partition a thing). */
-const body = (i: number) => ({ thingName: `t${i % THINGS}`, timestamp: 1_763_000_000_000 + i, state: { temp: 20 + (i % 17) } });
+const body = (i: number) => ({
+  thingName: `t${i % THINGS}`,
+  timestamp: 1_763_000_000_000 + i,
+  state: { temp: 20 + (i % 17) },
+});
 
 /** A trigger by rule, thing and observation (idempotency keys name the observation by a position the reference has not). */
 const trigger = (a: TriggeredAction): string => `${a.ruleId}:${a.thingName}:${a.payload.observation.timestamp}`;
@@ -137,7 +141,11 @@ describe("checkpoints and the Kafka source (real Kafka, real SQLite)", () => {
     expect((await committed(`g-${topic}`, topic)).get(0)).toBe("-1");
     expect(rows(db)).toEqual([]);
     await engine.checkpoint();
-    await until(async () => (await committed(`g-${topic}`, topic)).get(0) === "500", 10_000, "committed once checkpointed");
+    await until(
+      async () => (await committed(`g-${topic}`, topic)).get(0) === "500",
+      10_000,
+      "committed once checkpointed",
+    );
     expect(rows(db)).toHaveLength(THINGS);
   }, 60_000);
 

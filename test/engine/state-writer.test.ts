@@ -103,14 +103,18 @@ describe("the engine state written by a thread of its own", () => {
     const db = openDatabase({ dataDir: dir, migrations: engineMigrations });
     const state = new SqliteStateStore(db, { writerThread: true });
     const engine = new RuleEngine({ resolveThing, state, sink: new CollectingSink() });
-    await (await engine.handle(decodeMessages(messages(0, THINGS)))).checkpointed;
+    await (
+      await engine.handle(decodeMessages(messages(0, THINGS)))
+    ).checkpointed;
     // The thread cannot write: the table is gone under it.
     db.exec("ALTER TABLE engine_thing_state RENAME TO kept");
     const failed = await engine.handle(decodeMessages(messages(THINGS, THINGS + 1)));
     await expect(Promise.all([failed.checkpointed, engine.checkpoint()])).rejects.toThrow(/engine_thing_state/);
     db.exec("ALTER TABLE kept RENAME TO engine_thing_state");
     // Handed over again, the batch is evaluated afresh on the durable state: t0 counted once more, not twice.
-    await (await engine.handle(decodeMessages(messages(THINGS, THINGS + 1)))).checkpointed;
+    await (
+      await engine.handle(decodeMessages(messages(THINGS, THINGS + 1)))
+    ).checkpointed;
     expect(engine.thingState("t0")).toMatchObject({ seq: 2, lastOffset: THINGS });
     await engine.checkpoint();
     expect(rows(db)).toHaveLength(THINGS);

@@ -87,7 +87,7 @@ export class KafkaObservationSource implements ObservationSource {
   }
 
   private async consume(consumer: Consumer, handle: KafkaHandler, chunkSize: number): Promise<void> {
-    const { topic, onLag, logger } = this.options;
+    const { topic, onLag } = this.options;
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: this.options.fromBeginning ?? true });
     const source = this.name;
@@ -184,7 +184,10 @@ export class KafkaObservationSource implements ObservationSource {
     this.epochs.set(partition, epoch + 1);
     const { topic, logger } = this.options;
     const offset = this.committed.get(partition);
-    logger?.warn({ err, topic, partition, offset }, "batch failed; reading the partition again from the committed offset");
+    logger?.warn(
+      { err, topic, partition, offset },
+      "batch failed; reading the partition again from the committed offset",
+    );
     if (offset === undefined) return;
     try {
       consumer.seek({ topic, partition, offset });
