@@ -1,3 +1,4 @@
+import { loadConfig } from "../../src/config/index.js";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,8 +10,6 @@ import {
   MemoryStateStore,
   RuleEngine,
   SqliteStateStore,
-  STATE_WRITER_THREAD,
-  CHECKPOINT_MS,
   type RawObservation,
   type ThingResolver,
 } from "../../src/engine/index.js";
@@ -22,6 +21,9 @@ import {
 } from "../../src/observations/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { openDatabase, startCheckpointer } from "../../src/store/index.js";
+
+/** The engine as the service runs it, by default (`DMS_ENGINE_*` in the environment change it, as for the service). */
+const service = loadConfig(process.env);
 
 export interface DurableFigures {
   observations: number;
@@ -66,7 +68,7 @@ export async function runDurable(
   const opened: OpenedDurable[] = [];
   try {
     const main = openDurable(
-      { name: "durable", writerThread: STATE_WRITER_THREAD },
+      { name: "durable", writerThread: service.DMS_ENGINE_STATE_THREAD },
       rules,
       resolveThing,
       discard,
@@ -77,7 +79,7 @@ export async function runDurable(
     const observations = main.observations;
     const memory = new RuleEngine({ resolveThing, state: new MemoryStateStore(), sink: discard, clock });
     memory.load(rules);
-    // A durable engine checkpoints every CHECKPOINT_MS of its own measured time, as the service's timer
+    // A durable engine checkpoints every DMS_ENGINE_CHECKPOINT_MS of its own measured time, as the service's timer
     // would (a timer in real time would fire in the in-memory engine's blocks too).
     const feed = async (
       engine: RuleEngine,
@@ -239,7 +241,7 @@ function openDurable(
     observations,
     seconds: 0,
     busySeconds: 0,
-    checkpointMs: variant.checkpointMs ?? CHECKPOINT_MS,
+    checkpointMs: variant.checkpointMs ?? service.DMS_ENGINE_CHECKPOINT_MS,
     sinceCheckpoint: 0,
     checkpointing: undefined,
     async close() {

@@ -52,7 +52,7 @@ export {
   type StoredDeadLetter,
 } from "./dead-letters/index.js";
 export { resourceChecks, type ThingInfo, type ThingResolver } from "./things.js";
-export { createEngineService, engineMigrations, STATE_WRITER_THREAD, type EngineService } from "./service.js";
+export { createEngineService, engineMigrations, type EngineService } from "./service.js";
 export { KafkaObservationSource, type KafkaSourceOptions } from "./sources/kafka.js";
 export { HttpObservationSource, type HttpIngestResult } from "./sources/http.js";
 export { deviceIngest, MqttObservationSource, type DeviceIngestOptions, type DevicePublishes } from "./sources/mqtt.js";

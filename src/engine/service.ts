@@ -20,15 +20,6 @@ import { HttpObservationSource } from "./sources/http.js";
 import { KafkaObservationSource } from "./sources/kafka.js";
 import { resourceChecks, type ThingInfo } from "./things.js";
 
-/**
- * Whether the service's engine writes its state on a thread of its own (`SqliteStateStore`'s
- * `writerThread`) rather than on the engine's thread. Off: on this shared 2-core box the
- * thread took the engine's core more than it saved it (bench/engine durable 0.33 against
- * 0.35 on the engine's thread at load 3, bench/kafka 0.39 against 0.40); both are in the
- * benches' durable sections, which run the engine as this says.
- */
-export const STATE_WRITER_THREAD = false;
-
 export const engineMigrations: Migration[] = [...stateMigrations, ...deadLetterMigrations];
 
 export interface EngineDeps {
@@ -94,7 +85,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
     };
   };
 
-  const state = new SqliteStateStore(db, { writerThread: STATE_WRITER_THREAD });
+  const state = new SqliteStateStore(db, { writerThread: config.DMS_ENGINE_STATE_THREAD });
   const engine = new RuleEngine({
     resolveThing,
     state,
