@@ -362,11 +362,11 @@ export class RuleEngine {
     if (!replayable || this.dirty.length >= this.checkpointThings) this.startCheckpoint();
     else if (Number.isFinite(this.checkpointMs))
       this.timer ??= setTimeout(() => this.startCheckpoint(), this.checkpointMs).unref();
-    return { work, stored, checkpointed, replayable: replayable && batch.length > 0 };
+    return { work, stored, checkpointed, replayable };
   }
 
   /**
-   * Whether every position of the batch has an offset (a source that can hand it over again); throws
+   * Whether every position of the batch has an offset (a source that can hand it over again; an empty batch has nothing to make durable); throws
    * `RewoundError` for a partition that must start again at or before what the durable state covers.
    */
   private follows(batch: readonly Ingested[]): boolean {
