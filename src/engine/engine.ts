@@ -24,7 +24,7 @@ const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve)
 /** Thing states a checkpoint hands to the store at once (one transaction, or one message to a writer thread). */
 const CHECKPOINT_STEP = 500;
 /** Default of `EngineOptions.checkpointMs` (the service takes `DMS_ENGINE_CHECKPOINT_MS`). */
-export const CHECKPOINT_MS = 3000;
+export const CHECKPOINT_MS = 5000;
 /** Default of `EngineOptions.checkpointThings`. */
 const CHECKPOINT_THINGS = 200_000;
 

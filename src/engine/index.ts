@@ -34,7 +34,6 @@ export { evaluateRule, type DryRunInput, type DryRunResult } from "./evaluate.js
 export {
   RuleEngine,
   RewoundError,
-  CHECKPOINT_MS,
   type BatchResult,
   type HandledBatch,
   type EngineOptions,
