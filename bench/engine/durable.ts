@@ -1,3 +1,4 @@
+import { loadConfig } from "../../src/config/index.js";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,7 +10,6 @@ import {
   MemoryStateStore,
   RuleEngine,
   SqliteStateStore,
-  STATE_WRITER_THREAD,
   type RawObservation,
   type ThingResolver,
 } from "../../src/engine/index.js";
@@ -17,6 +17,9 @@ import { migrations } from "../../src/migrations.js";
 import { openObservations, type OpenedObservations, type ObservationColumns } from "../../src/observations/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { openDatabase, startCheckpointer } from "../../src/store/index.js";
+
+/** The engine as the service runs it, by default (`DMS_ENGINE_*` in the environment change it, as for the service). */
+const service = loadConfig(process.env);
 
 export interface DurableFigures {
   observations: number;
@@ -61,7 +64,7 @@ export async function runDurable(
   const opened: OpenedDurable[] = [];
   try {
     const main = openDurable(
-      { name: "durable", writerThread: STATE_WRITER_THREAD },
+      { name: "durable", writerThread: service.DMS_ENGINE_STATE_THREAD },
       rules,
       resolveThing,
       discard,
@@ -72,16 +75,36 @@ export async function runDurable(
     const observations = main.observations;
     const memory = new RuleEngine({ resolveThing, state: new MemoryStateStore(), sink: discard, clock });
     memory.load(rules);
-    const feed = async (engine: RuleEngine, start: number, end: number, depth = IN_FLIGHT): Promise<void> => {
+    // A durable engine checkpoints every DMS_ENGINE_CHECKPOINT_MS of its own measured time, as the service's timer
+    // would (a timer in real time would fire in the in-memory engine's blocks too).
+    const feed = async (
+      engine: RuleEngine,
+      start: number,
+      end: number,
+      depth = IN_FLIGHT,
+      durable?: OpenedDurable,
+    ): Promise<void> => {
       const inFlight: Promise<unknown>[] = [];
+      let since = performance.now();
       for (let s = start; s < end; s += chunkSize) {
         inFlight.push(engine.handle(decodeMessages(chunk(s, Math.min(end, s + chunkSize)))));
         if (inFlight.length >= depth) await inFlight.shift();
+        if (durable === undefined) continue;
+        const now = performance.now();
+        durable.sinceCheckpoint += now - since;
+        since = now;
+        if (durable.sinceCheckpoint >= durable.checkpointMs) {
+          durable.sinceCheckpoint = 0;
+          durable.checkpointing = engine.checkpoint();
+        }
       }
       await Promise.all(inFlight);
     };
     await feed(memory, 0, warm);
-    for (const o of opened) await feed(o.engine, 0, warm, o.inFlight);
+    for (const o of opened) {
+      await feed(o.engine, 0, warm, o.inFlight);
+      await o.engine.checkpoint();
+    }
     let memorySeconds = 0;
     let memoryCpuSeconds = 0;
     for (let start = warm; start < warm + measured; start += BLOCK) {
@@ -94,7 +117,13 @@ export async function runDurable(
       for (const o of opened) {
         const t1 = performance.now();
         const cpu0 = mainThreadCpuSeconds();
-        await feed(o.engine, start, end, o.inFlight);
+        await feed(o.engine, start, end, o.inFlight, o);
+        // A checkpoint under way is finished inside the block that began it (its slices would run in the
+        // in-memory engine's block otherwise), and the last block ends with a last checkpoint: the
+        // state of every measured observation is durable in the time measured.
+        if (end === warm + measured) o.checkpointing = o.engine.checkpoint();
+        await o.checkpointing;
+        o.checkpointing = undefined;
         o.seconds += (performance.now() - t1) / 1000;
         o.busySeconds += mainThreadCpuSeconds() - cpu0;
       }
@@ -165,6 +194,8 @@ export interface DurableVariant {
    * the observation path alone, told apart from the state flush's.
    */
   stateInMemory?: boolean;
+  /** Measured time between checkpoints (default: the service's, `DMS_ENGINE_CHECKPOINT_MS`). */
+  checkpointMs?: number;
 }
 
 interface OpenedDurable {
@@ -176,6 +207,11 @@ interface OpenedDurable {
   seconds: number;
   /** Of that, the CPU time of the engine's thread (the rest it waited: for the stores' threads, or for a core). */
   busySeconds: number;
+  checkpointMs: number;
+  /** Measured milliseconds since the last checkpoint began. */
+  sinceCheckpoint: number;
+  /** The checkpoint under way, finished before its block ends. */
+  checkpointing: Promise<void> | undefined;
   close(): Promise<void>;
 }
 
@@ -201,6 +237,8 @@ function openDurable(
     observations: observations.store,
     deadLetters: new SqliteDeadLetterStore(db),
     clock,
+    // Checkpoints as `feed` asks for them, on the benchmark's measured time.
+    checkpointMs: Infinity,
   });
   engine.load(rules);
   return {
@@ -210,6 +248,9 @@ function openDurable(
     observations,
     seconds: 0,
     busySeconds: 0,
+    checkpointMs: variant.checkpointMs ?? service.DMS_ENGINE_CHECKPOINT_MS,
+    sinceCheckpoint: 0,
+    checkpointing: undefined,
     async close() {
       await observations.close();
       if (state instanceof SqliteStateStore) await state.close();

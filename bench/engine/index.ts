@@ -1,3 +1,4 @@
+import { loadConfig } from "../../src/config/index.js";
 /**
  * In-process throughput of decode + evaluate + state update (bench/engine).
  * `npx tsx bench/engine/index.ts [observations]` (default 2,000,000).
@@ -15,7 +16,6 @@ import {
   MemoryStateStore,
   readGeoPoint,
   RuleEngine,
-  STATE_WRITER_THREAD,
   type EngineOptions,
   type RawObservation,
   type ThingInfo,
@@ -28,6 +28,9 @@ import { fmt, header, loadAverage, table, writeSection } from "./report.js";
 import { RULES_PER_TYPE_SWEEP, sweepRules } from "./sweep.js";
 import { runDurable, type DurableFigures, type DurableVariant } from "./durable.js";
 import { thingResolver, workload, type Workload } from "./workload.js";
+
+/** The engine as the service runs it, by default (`DMS_ENGINE_*` in the environment change it, as for the service). */
+const service = loadConfig(process.env);
 
 const N = Number(process.argv[2] ?? 2_000_000);
 const CHUNK = 5_000;
@@ -259,18 +262,29 @@ async function durableOnly(
   resolveThing: (name: string) => ThingInfo | undefined,
   startLoad: string,
 ): Promise<void> {
-  // Beside the service's durable engine, one that writes its state the other way (STATE_WRITER_THREAD).
+  // Beside the service's durable engine, one that writes its state the other way (service.DMS_ENGINE_STATE_THREAD).
   const variants: DurableVariant[] = [
-    STATE_WRITER_THREAD
+    service.DMS_ENGINE_STATE_THREAD
       ? { name: "state flushed on the engine's thread", writerThread: false }
       : { name: "state written by a thread of its own", writerThread: true },
     // The observation path alone: observations stored as the service's, the state in memory.
-    { name: "observations stored, state in memory", writerThread: STATE_WRITER_THREAD, stateInMemory: true },
+    {
+      name: "observations stored, state in memory",
+      writerThread: service.DMS_ENGINE_STATE_THREAD,
+      stateInMemory: true,
+    },
   ];
   // ENGINE_IN_FLIGHT=8: one more durable engine as the service's, fed with that many chunks in flight.
   const inFlight = Number(process.env.ENGINE_IN_FLIGHT ?? 0);
   if (inFlight > 0)
-    variants.push({ name: `${inFlight} chunks in flight`, writerThread: STATE_WRITER_THREAD, inFlight });
+    variants.push({ name: `${inFlight} chunks in flight`, writerThread: service.DMS_ENGINE_STATE_THREAD, inFlight });
+  // ENGINE_CHECKPOINT_MS=1000,5000: more durable engines as the service's, checkpointing that often.
+  for (const ms of (process.env.ENGINE_CHECKPOINT_MS ?? "").split(",").filter(Boolean))
+    variants.push({
+      name: `checkpoint every ${ms} ms`,
+      writerThread: service.DMS_ENGINE_STATE_THREAD,
+      checkpointMs: Number(ms),
+    });
   const durable = await durableRun(w, data, resolveThing, variants);
   console.log(
     [

@@ -1,3 +1,4 @@
+import { loadConfig } from "../../src/config/index.js";
 /**
  * End to end through the real broker (bench/kafka).
  * `npx tsx bench/kafka/index.ts [observations]` (default 300,000; the issue's 1,000,000 scaled to run in minutes here).
@@ -18,7 +19,6 @@ import {
   MemoryStateStore,
   RuleEngine,
   SqliteStateStore,
-  STATE_WRITER_THREAD,
 } from "../../src/engine/index.js";
 import { migrations } from "../../src/migrations.js";
 import { openObservations } from "../../src/observations/index.js";
@@ -28,6 +28,9 @@ import { createTopic, startKafka } from "../../test/support/kafka.js";
 import { recordFigures } from "../charts.js";
 import { fmt, header, loadAverage, table, writeSection } from "../engine/report.js";
 import { thingResolver, workload } from "../engine/workload.js";
+
+/** The engine as the service runs it, by default (`DMS_ENGINE_*` in the environment change it, as for the service). */
+const service = loadConfig(process.env);
 
 const N = Number(process.argv[2] ?? 300_000);
 const PARTITIONS = 6;
@@ -134,7 +137,7 @@ async function engineRun(
   until: () => boolean,
   onReady: () => void = () => {},
   /** Whether the durable engine's state is written by a thread of its own; by default as the service does. */
-  stateWriterThread = STATE_WRITER_THREAD,
+  stateWriterThread = service.DMS_ENGINE_STATE_THREAD,
 ) {
   const dir = mkdtempSync(join(tmpdir(), "dms-bench-kafka-"));
   const db = openDatabase({ dataDir: dir, migrations });
@@ -142,7 +145,7 @@ async function engineRun(
   const checkpointer = startCheckpointer(db);
   // As the service runs it: observations in their own file, written by a thread of their own.
   const observations = durable ? openObservations({ dataDir: dir, db, writerThread: true }) : undefined;
-  // As the service runs it (STATE_WRITER_THREAD).
+  // As the service runs it (service.DMS_ENGINE_STATE_THREAD).
   const state = durable ? new SqliteStateStore(db, { writerThread: stateWriterThread }) : new MemoryStateStore();
   const engine = new RuleEngine({
     resolveThing,
@@ -159,16 +162,24 @@ async function engineRun(
     brokers: brokers.split(","),
     topic: consumeTopic,
     groupId: `dms-${randomUUID()}`,
+    checkpoint: () => engine.checkpoint(),
   });
   await source.start(async (batch) => {
     if (first === 0) first = performance.now();
-    await engine.handle(decodeMessages(batch));
+    const handled = await engine.handle(decodeMessages(batch));
     seen += batch.length;
     last = performance.now();
+    // As the service: offsets committed once a checkpoint covers them.
+    return handled;
   });
   await source.ready;
   onReady();
   while (!until() && !(consumeTopic === topic && seen >= N)) await new Promise((r) => setTimeout(r, 20));
+  // The state of every observation counted is durable in the time measured: a last checkpoint.
+  if (durable && seen >= N) {
+    await engine.checkpoint();
+    last = performance.now();
+  }
   await source.stop();
   await observations?.close();
   if (state instanceof SqliteStateStore) await state.close();
@@ -189,13 +200,15 @@ const platformaticRate = await rawPlatformatic().catch((err: unknown) => {
 log(`  ${fmt(platformaticRate)} obs/s`);
 if (process.env.KAFKA_ONLY === "durable") {
   // The durable engine as the service runs it, and with its state written the other way
-  // (STATE_WRITER_THREAD), against the in-memory one in alternating rounds: this box's load moves,
+  // (service.DMS_ENGINE_STATE_THREAD), against the in-memory one in alternating rounds: this box's load moves,
   // and the table's runs are one after the other.
-  const other = STATE_WRITER_THREAD ? "state on the engine's thread" : "state written by a thread of its own";
+  const other = service.DMS_ENGINE_STATE_THREAD
+    ? "state on the engine's thread"
+    : "state written by a thread of its own";
   const rounds = Number(process.env.KAFKA_ROUNDS ?? 2);
   const sum = { memory: 0, durable: 0, other: 0 };
   for (let r = 0; r < rounds; r++) {
-    const run = (durable: boolean, stateThread = STATE_WRITER_THREAD) =>
+    const run = (durable: boolean, stateThread = service.DMS_ENGINE_STATE_THREAD) =>
       engineRun(
         durable,
         new TimingSink(),
@@ -206,7 +219,7 @@ if (process.env.KAFKA_ONLY === "durable") {
       );
     const memory = (await run(false)).rate;
     const durable = (await run(true)).rate;
-    const otherRate = (await run(true, !STATE_WRITER_THREAD)).rate;
+    const otherRate = (await run(true, !service.DMS_ENGINE_STATE_THREAD)).rate;
     log(
       `round ${r + 1}: in memory ${fmt(memory)}, durable ${fmt(durable)} (${(durable / memory).toFixed(2)}), ${other} ${fmt(otherRate)} (${(otherRate / memory).toFixed(2)}); load ${loadAverage()}`,
     );

@@ -68,6 +68,10 @@ const schema = z.object({
   KAFKA_OBSERVATIONS_TOPIC: z.string().min(1).default("dms.observations"),
   KAFKA_EVENTS_TOPIC: z.string().min(1).default("dms.events"),
   KAFKA_GROUP_ID: z.string().min(1).default("dms-engine"),
+  // How long the engine's state may lag its batches before a checkpoint makes it durable (docs/engine.md).
+  DMS_ENGINE_CHECKPOINT_MS: z.coerce.number().int().min(10).max(600_000).default(5000),
+  // Whether a checkpoint's upserts run on a thread of their own rather than the engine's (docs/engine.md, State writes).
+  DMS_ENGINE_STATE_THREAD: bool.default(false),
   KAFKA_TOPIC_PARTITIONS: z.coerce.number().int().min(1).max(10_000).default(6),
   KAFKA_TOPIC_REPLICATION: z.coerce.number().int().min(1).max(100).default(1),
   SCHEMA_REGISTRY_URL: optionalUrl,

@@ -21,6 +21,58 @@ const SLICE_MS = 5;
 /** One turn of the event loop: timers and I/O callbacks run before the promise resolves. */
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/** Thing states a checkpoint hands to the store at once (one transaction, or one message to a writer thread). */
+const CHECKPOINT_STEP = 500;
+/** Default of `EngineOptions.checkpointMs` (the service takes `DMS_ENGINE_CHECKPOINT_MS`). */
+export const CHECKPOINT_MS = 5000;
+/** Default of `EngineOptions.checkpointThings`. */
+const CHECKPOINT_THINGS = 200_000;
+
+/**
+ * A batch of a replayable source was refused without being evaluated: the engine went back to its
+ * last checkpoint (a batch failed) and the batch does not follow on from it. The source hands its
+ * partition over again from its committed offset, which no checkpoint has passed.
+ */
+export class RewoundError extends Error {
+  constructor(partition: string) {
+    super(
+      `the engine went back to its last checkpoint: ${partition} is to be handed over again from its committed offset`,
+    );
+    this.name = "RewoundError";
+  }
+}
+
+/** A promise and its settlement, for the batches a checkpoint will cover. */
+interface Deferred {
+  promise: Promise<void>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+function deferred(): Deferred {
+  let resolve!: () => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Whoever holds a batch's `checkpointed` may never look at it (a source that does not commit).
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+/** One checkpoint under way: the things it takes, in slices, and what it makes durable. */
+interface Checkpoint {
+  things: Runtime[];
+  /** Next offset of each partition as of the checkpoint's start: what the memory holds once it is durable. */
+  positions: Map<string, number>;
+  done: Deferred;
+  /** Writes handed to a store that writes on a thread of its own. */
+  writes: Promise<void>[];
+  /** A rewind dropped the memory this checkpoint was taking: nothing more of it is written. */
+  cancelled: boolean;
+}
+
 export interface EngineOptions {
   resolveThing: ThingResolver;
   state: StateStore;
@@ -37,6 +89,14 @@ export interface EngineOptions {
   indexRules?: boolean;
   /** Counters of the batch, for /metrics. */
   onBatch?: (result: BatchResult, deadLetters: readonly DeadLetter[]) => void;
+  /**
+   * How long after a change the state is checkpointed, at the latest (`DMS_ENGINE_CHECKPOINT_MS`).
+   * Infinity: only when asked (`checkpoint`), when the changed things pass `checkpointThings`, and
+   * after a batch that cannot be replayed.
+   */
+  checkpointMs?: number;
+  /** Changed things that start a checkpoint before `checkpointMs` is up: bounds what a crash replays. */
+  checkpointThings?: number;
 }
 
 export interface Rejected {
@@ -54,14 +114,22 @@ export interface BatchResult {
   matched: number;
 }
 
+/** What `handle` resolves with: the batch's result and when a source may commit past it. */
+export interface HandledBatch extends BatchResult {
+  /**
+   * Resolves once a checkpoint covering the batch is durable: a source that can replay commits its
+   * position then. Rejects when the engine went back to an earlier checkpoint first (a later batch
+   * failed): the source hands everything after its committed position over again.
+   */
+  checkpointed: Promise<void>;
+}
+
 /** The in-memory side of one batch, before anything is written or handed over. */
 export interface BatchWork extends BatchResult {
   actions: TriggeredAction[];
   /** The rows of the accepted observations, in batch order, built as they are accepted. */
   stored: ObservationColumnsBuilder;
   deadLetters: DeadLetter[];
-  /** Every thing state this batch changed, once each: what the state store makes durable. */
-  changed: ThingState[];
 }
 
 /** An observation that passed the checks, between `one` and `advance`. */
@@ -124,12 +192,32 @@ export class RuleEngine {
   private readonly sourceKeys = new Map<string, string[]>();
   private readonly clock: () => number;
   private queue: Promise<unknown> = Promise.resolve();
-  private batchNumber = 0;
+  /** Things changed since a checkpoint took them (`Runtime.dirty`), in the order first changed. */
+  private dirty: Runtime[] = [];
+  /** What the batches evaluated since the last checkpoint began wait for: the next checkpoint. */
+  private next: Deferred | undefined;
+  /** The checkpoint being written, if any. */
+  private current: Checkpoint | undefined;
+  /** The loop writing checkpoints one after the other, while there is one to write. */
+  private checkpointing: Promise<void> | undefined;
+  /** Another checkpoint was asked for while one was under way. */
+  private checkpointAgain = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly checkpointMs: number;
+  private readonly checkpointThings: number;
+  /** Per `<source>:<partition>`: the offset after the last one evaluated. */
+  private positions = new Map<string, number>();
+  /** The same, as of the last durable checkpoint (or where the partition was first seen: the table covers all before it). */
+  private durablePositions = new Map<string, number>();
+  /** Partitions whose next batch must start at or before `positions` (the engine went back to a checkpoint). */
+  private readonly restart = new Set<string>();
   /** The clock when the current batch began: one time for all of it (intervals, dead letters). */
   private batchNow = 0;
 
   constructor(private readonly options: EngineOptions) {
     this.clock = options.clock ?? Date.now;
+    this.checkpointMs = options.checkpointMs ?? CHECKPOINT_MS;
+    this.checkpointThings = options.checkpointThings ?? CHECKPOINT_THINGS;
     this.rules = new RuleIndex(options.compile, options.indexRules);
     this.things = new Runtimes(options.resolveThing, options.state);
     this.thresholds = new Thresholds(this.rules);
@@ -156,24 +244,47 @@ export class RuleEngine {
   }
 
   /**
-   * A batch failed after its evaluation (the sink refused its actions, a write failed): memory
-   * counted observations that the durable state has not, and the source will hand the batch
-   * over again. Going back to the durable state makes that a fresh evaluation, not a replay
-   * whose actions would never be made.
+   * Memory goes back to the durable state: a batch failed after its evaluation (the sink refused its
+   * actions, a write failed), a checkpoint could not be written, or the source's partitions were
+   * handed out again. Memory counted observations that the durable state has not, and a source hands
+   * them over again: going back makes that a fresh evaluation, not a replay whose actions would never
+   * be made. Runs on the queue, between batches. The checkpoint under way is dropped (what it wrote is
+   * safe: each row is a thing as it stood between batches whose actions were accepted, with its own
+   * last offset), and the batches not yet covered by a durable checkpoint learn it (`checkpointed`
+   * rejects); a replayable source's batches are refused until its partitions start again at or before
+   * what the durable state covers (`RewoundError`).
    */
-  private async rewind(): Promise<void> {
+  private async rewind(err: unknown, handedOut = false): Promise<void> {
+    const current = this.current;
+    if (current !== undefined) {
+      current.cancelled = true;
+      current.done.reject(err);
+    }
+    this.next?.reject(err);
+    this.next = undefined;
+    this.dirty = [];
     await this.options.state.reload?.();
     this.forgetThing();
+    this.restart.clear();
+    if (handedOut) {
+      // The new owners of the partitions start at the committed offsets, whatever this engine held.
+      this.positions.clear();
+      this.durablePositions.clear();
+      return;
+    }
+    this.positions = new Map(this.durablePositions);
+    for (const key of this.positions.keys()) this.restart.add(key);
   }
 
   /**
    * The source's partitions were handed out again (a Kafka rebalance): things this engine held
    * may now be another's, and things another held may now be this one's. Between batches, memory
-   * is dropped, and each thing is read from the durable state when it is next seen, as the process
-   * that gave its partition up left it.
+   * is dropped, and each thing is read from the durable state when it is next seen, as the last
+   * checkpoint of the process that gave its partition up left it; the new owner resumes at the
+   * committed offset, which no checkpoint has passed, and what follows it is evaluated again.
    */
   resync(): Promise<void> {
-    const run = this.queue.then(() => this.rewind());
+    const run = this.queue.then(() => this.rewind(new Error("the partitions were handed out again"), true));
     this.queue = run.catch(() => undefined);
     return run;
   }
@@ -186,63 +297,228 @@ export class RuleEngine {
   // ---- observations ----
 
   /**
-   * Evaluates a batch and resolves once it is stored, its actions are in the
-   * sink and the state is durable: only then may a source commit. Batches
-   * run one after the other, so state never gets ahead of handed-over actions.
+   * Evaluates a batch; resolves once its actions are in the sink and its rows are stored. Its state
+   * becomes durable with the next checkpoint (`checkpointed`), which a replayable source (an offset
+   * at every position: Kafka) waits for before it commits; a batch that cannot be replayed (any
+   * position without an offset) forces a checkpoint and resolves only once it is durable. Batches run
+   * one after the other, so state never gets ahead of handed-over actions.
    */
-  handle(batch: readonly Ingested[]): Promise<BatchResult> {
+  handle(batch: readonly Ingested[]): Promise<HandledBatch> {
     const evaluated = this.queue.then(() => this.run(batch));
     // The next batch is evaluated as soon as this one is handed to the store, not once stored: with
     // a writer thread, its inserts run beside the engine's next evaluation.
     this.queue = evaluated.catch(() => undefined);
-    return evaluated.then(({ work, durable }) =>
-      durable.then(
-        () => {
-          const result: BatchResult = {
-            accepted: work.accepted,
-            rejected: work.rejected,
-            triggered: work.triggered,
-            matched: work.matched,
-          };
-          this.options.onBatch?.(result, work.deadLetters);
-          return result;
-        },
-        (err: unknown) => {
-          // Batches evaluated after this one counted it in memory; the observation store refuses the
-          // stream's later batches until this one is handed over again, and the engine goes back to
-          // the durable state before its next batch.
-          const rewound = this.queue.then(() => this.rewind());
-          this.queue = rewound.catch(() => undefined);
-          throw err;
-        },
-      ),
-    );
+    return evaluated.then(async ({ work, stored, checkpointed, replayable }) => {
+      try {
+        await stored;
+      } catch (err) {
+        // Batches evaluated after this one counted it in memory; the observation store refuses the
+        // stream's later batches until this one is handed over again, and the engine goes back to
+        // the durable state before its next batch. A checkpoint may have counted this batch before
+        // its rows failed: safe, its actions were accepted, and the source hands it over again from
+        // its committed offset (not past this batch: it commits a batch once its rows are stored),
+        // which stores the rows as a replay's.
+        const rewound = this.queue.then(() => this.rewind(err));
+        this.queue = rewound.catch(() => undefined);
+        throw err;
+      }
+      if (!replayable) await checkpointed;
+      const result: BatchResult = {
+        accepted: work.accepted,
+        rejected: work.rejected,
+        triggered: work.triggered,
+        matched: work.matched,
+      };
+      this.options.onBatch?.(result, work.deadLetters);
+      return { ...result, checkpointed };
+    });
   }
 
-  private async run(batch: readonly Ingested[]): Promise<{ work: BatchWork; durable: Promise<unknown> }> {
+  private async run(
+    batch: readonly Ingested[],
+  ): Promise<{ work: BatchWork; stored: Promise<void>; checkpointed: Promise<void>; replayable: boolean }> {
+    const replayable = this.follows(batch);
     const work = await this.evaluate(batch);
     // Actions first: the time to their hand-over is the latency users see, and the stores' writes
-    // (the larger part of a batch's cost) need not come before it. Then the rows and the state are
-    // written side by side (each store may write on a thread of its own, beside the engine's next
-    // batches), and the batch is done once both are durable. A crash before the state is durable
-    // replays the batch: it is evaluated and stored again (rows already stored are skipped), and the
-    // outbox drops the actions it already has by their idempotency keys. A crash after the state but
-    // before the rows replays the batch too: the state says it was evaluated, so it is only stored.
-    let durable: Promise<unknown>;
+    // (the larger part of a batch's cost) need not come before it. The rows are written beside the
+    // engine's next batches; the state waits for a checkpoint, taken between batches once every
+    // batch before it had its actions accepted, so a durable state never counts an observation
+    // whose actions were not made. A crash before the checkpoint replays the batch: it is evaluated
+    // and stored again (rows already stored are skipped), and the outbox drops the actions it already
+    // has by their idempotency keys. A crash after the checkpoint but before the commit replays the
+    // batch too: the state says it was evaluated, so it is only stored.
+    let stored: Promise<void>;
     try {
       if (work.actions.length > 0) await this.options.sink.accept(work.actions);
-      const stored = Promise.resolve(this.options.observations?.insertColumns(work.stored.columns()));
+      stored = Promise.resolve(this.options.observations?.insertColumns(work.stored.columns()));
       // Awaited by `handle`; marked handled here so that a failure before `handle` awaits it is not unhandled.
       stored.catch(() => undefined);
       await this.options.deadLetters?.insertBatch(work.deadLetters);
-      // The state as this batch left it is taken now, before the next batch changes it.
-      durable = Promise.all([stored, this.options.state.flush(work.changed)]);
-      durable.catch(() => undefined);
     } catch (err) {
-      await this.rewind();
+      await this.rewind(err);
       throw err;
     }
-    return { work, durable };
+    this.advancePositions(batch);
+    const checkpointed = (this.next ??= deferred()).promise;
+    if (!replayable || this.dirty.length >= this.checkpointThings) this.startCheckpoint();
+    else if (Number.isFinite(this.checkpointMs))
+      this.timer ??= setTimeout(() => this.startCheckpoint(), this.checkpointMs).unref();
+    return { work, stored, checkpointed, replayable };
+  }
+
+  /**
+   * Whether every position of the batch has an offset (a source that can hand it over again; an empty batch has nothing to make durable); throws
+   * `RewoundError` for a partition that must start again at or before what the durable state covers.
+   */
+  private follows(batch: readonly Ingested[]): boolean {
+    let replayable = true;
+    let key: string | undefined;
+    for (let i = 0; i < batch.length; i++) {
+      const pos = batch[i]!.position;
+      if (pos.offset === undefined || pos.partition === undefined) {
+        replayable = false;
+        continue;
+      }
+      const k = this.sourceKey(pos.source, pos.partition);
+      if (k === key) continue;
+      key = k;
+      const offset = Number(pos.offset);
+      const next = this.positions.get(k);
+      if (next === undefined) {
+        // First seen (since the start or a rebalance): the source starts at its committed offset,
+        // and the state table covers everything before it.
+        this.positions.set(k, offset);
+        this.durablePositions.set(k, offset);
+      } else if (this.restart.has(k)) {
+        if (offset > next) throw new RewoundError(k);
+        this.restart.delete(k);
+      }
+    }
+    return replayable;
+  }
+
+  /** Moves each partition's position past the batch's last offset of it. */
+  private advancePositions(batch: readonly Ingested[]): void {
+    for (let i = 0; i < batch.length; i++) {
+      const pos = batch[i]!.position;
+      if (pos.offset === undefined || pos.partition === undefined) continue;
+      const k = this.sourceKey(pos.source, pos.partition);
+      const after = Number(pos.offset) + 1;
+      if (after > (this.positions.get(k) ?? 0)) this.positions.set(k, after);
+    }
+  }
+
+  // ---- checkpoints ----
+
+  /**
+   * Makes the state durable as it stands once every batch handed over so far is evaluated; resolves
+   * once it is (the service's stop, tests, the benchmark).
+   */
+  checkpoint(): Promise<void> {
+    return this.queue.then(() => {
+      const covering = (this.next ??= deferred()).promise;
+      this.startCheckpoint();
+      return covering;
+    });
+  }
+
+  /** Stops the checkpoint timer and writes a last checkpoint. */
+  async close(): Promise<void> {
+    await this.checkpoint();
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** A checkpoint now, or right after the one under way. */
+  private startCheckpoint(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.checkpointing !== undefined) {
+      this.checkpointAgain = true;
+      return;
+    }
+    this.checkpointing = this.checkpoints();
+  }
+
+  private async checkpoints(): Promise<void> {
+    try {
+      do {
+        this.checkpointAgain = false;
+        await this.writeCheckpoint();
+      } while (this.checkpointAgain);
+    } finally {
+      // In the same step as the last look at `checkpointAgain`: a request after it starts a new loop.
+      this.checkpointing = undefined;
+    }
+  }
+
+  /**
+   * One checkpoint: begins between two batches (every batch evaluated so far had its actions
+   * accepted) and covers them all. The changed things are serialized in slices of about `SLICE_MS`,
+   * each on the queue between batches, so that neither the event loop nor the batches wait for the
+   * whole of it. A thing's dirty mark is cleared as it is serialized: a later batch that changes it
+   * before that is in this checkpoint already (its row carries its own last offset, so the row is
+   * consistent however late it is taken), one that changes it after puts it on the next.
+   */
+  private async writeCheckpoint(): Promise<void> {
+    const begun = this.queue.then((): Checkpoint => {
+      const cp: Checkpoint = {
+        things: this.dirty,
+        positions: new Map(this.positions),
+        done: (this.next ??= deferred()),
+        writes: [],
+        cancelled: false,
+      };
+      this.dirty = [];
+      this.next = undefined;
+      this.current = cp;
+      return cp;
+    });
+    this.queue = begun.catch(() => undefined);
+    const cp = await begun;
+    try {
+      let taken = -1;
+      while (taken < cp.things.length && !cp.cancelled) {
+        await turn();
+        const step = this.queue.then(() => (taken = this.writeSlice(cp, Math.max(0, taken))));
+        this.queue = step.catch(() => undefined);
+        await step;
+      }
+      await Promise.all(cp.writes);
+      if (cp.cancelled) return;
+      for (const [key, next] of cp.positions) this.durablePositions.set(key, next);
+      cp.done.resolve();
+    } catch (err) {
+      if (cp.cancelled) return;
+      // Things whose marks this checkpoint cleared may not be written: memory goes back to the table.
+      const rewound = this.queue.then(() => this.rewind(err));
+      this.queue = rewound.catch(() => undefined);
+      await rewound.catch(() => undefined);
+    } finally {
+      if (this.current === cp) this.current = undefined;
+    }
+  }
+
+  /** Hands the store the checkpoint's things from `from` on for about `SLICE_MS`; returns where it stopped. */
+  private writeSlice(cp: Checkpoint, from: number): number {
+    const things = cp.things;
+    const since = performance.now();
+    let at = from;
+    do {
+      if (cp.cancelled) return things.length;
+      const end = Math.min(things.length, at + CHECKPOINT_STEP);
+      const states: ThingState[] = [];
+      for (let i = at; i < end; i++) {
+        const rt = things[i]!;
+        rt.dirty = false;
+        states.push(rt.state);
+      }
+      // An empty first step still writes what `dropRule` changed.
+      const written = this.options.state.flush(states);
+      if (written !== undefined) cp.writes.push(written);
+      at = end;
+    } while (at < things.length && performance.now() - since < SLICE_MS);
+    return at;
   }
 
   /**
@@ -282,7 +558,6 @@ export class RuleEngine {
   private begin(): BatchWork {
     this.batchNow = this.clock();
     this.thresholds.matches = 0;
-    this.batchNumber++;
     return {
       accepted: 0,
       rejected: [],
@@ -291,7 +566,6 @@ export class RuleEngine {
       actions: [],
       stored: new ObservationColumnsBuilder(),
       deadLetters: [],
-      changed: [],
     };
   }
 
@@ -445,9 +719,9 @@ export class RuleEngine {
       rt.lon = p.lon;
       rt.lat = p.lat;
     }
-    if (rt.batch !== this.batchNumber) {
-      rt.batch = this.batchNumber;
-      work.changed.push(st);
+    if (!rt.dirty) {
+      rt.dirty = true;
+      this.dirty.push(rt);
     }
     if (fired > 0) {
       p.actions = [];

@@ -31,7 +31,14 @@ export {
   type ScopeExpression,
 } from "./compile/index.js";
 export { evaluateRule, type DryRunInput, type DryRunResult } from "./evaluate.js";
-export { RuleEngine, type BatchResult, type EngineOptions, type Rejected } from "./engine.js";
+export {
+  RuleEngine,
+  RewoundError,
+  type BatchResult,
+  type HandledBatch,
+  type EngineOptions,
+  type Rejected,
+} from "./engine.js";
 export { deadLetter } from "./checks.js";
 export { MemoryStateStore, SqliteStateStore, stateMigrations } from "./state/index.js";
 export {
@@ -44,7 +51,7 @@ export {
   type StoredDeadLetter,
 } from "./dead-letters/index.js";
 export { resourceChecks, type ThingInfo, type ThingResolver } from "./things.js";
-export { createEngineService, engineMigrations, STATE_WRITER_THREAD, type EngineService } from "./service.js";
+export { createEngineService, engineMigrations, type EngineService } from "./service.js";
 export { KafkaObservationSource, type KafkaSourceOptions } from "./sources/kafka.js";
 export { HttpObservationSource, type HttpIngestResult } from "./sources/http.js";
 export { deviceIngest, MqttObservationSource, type DeviceIngestOptions, type DevicePublishes } from "./sources/mqtt.js";

@@ -21,8 +21,11 @@ export interface Runtime {
    * array: one cache miss fewer for every later observation's merge.
    */
   blank: boolean;
-  /** The last batch that changed this thing, so `BatchWork.changed` lists it once. */
-  batch: number;
+  /**
+   * Changed since a checkpoint took it: on the engine's dirty list, once. Cleared when a
+   * checkpoint serializes the thing; a change after that puts it on the list again.
+   */
+  dirty: boolean;
   /**
    * At least as many as the thing's live threshold entries (exactly as many after a prune): at 0,
    * an observation that matches nothing has no entry to reset, and the prune is skipped.
@@ -83,7 +86,7 @@ export class Runtimes {
       lon: 0,
       lat: 0,
       blank,
-      batch: 0,
+      dirty: false,
       armed: state.thresholds?.length ?? 0,
       thingType: info.thingType,
       checks: info.checks,

@@ -12,22 +12,13 @@ import type { Db, Migration } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
 import { SqliteDeadLetterStore, deadLetterMigrations, type DeadLetterStore } from "./dead-letters/index.js";
 import { decodeMessages, decodeValue, decodeWireMessages, type Ingested, type WireDecoder } from "./decode.js";
-import { RuleEngine, type BatchResult } from "./engine.js";
+import { RuleEngine, type BatchResult, type HandledBatch } from "./engine.js";
 import type { ObservationIngest } from "./ingest.js";
 import type { ObservationSource } from "./sources/source.js";
 import { SqliteStateStore, stateMigrations } from "./state/index.js";
 import { HttpObservationSource } from "./sources/http.js";
 import { KafkaObservationSource } from "./sources/kafka.js";
 import { resourceChecks, type ThingInfo } from "./things.js";
-
-/**
- * Whether the service's engine writes its state on a thread of its own (`SqliteStateStore`'s
- * `writerThread`) rather than on the engine's thread. Off: on this shared 2-core box the
- * thread took the engine's core more than it saved it (bench/engine durable 0.33 against
- * 0.35 on the engine's thread at load 3, bench/kafka 0.39 against 0.40); both are in the
- * benches' durable sections, which run the engine as this says.
- */
-export const STATE_WRITER_THREAD = false;
 
 export const engineMigrations: Migration[] = [...stateMigrations, ...deadLetterMigrations];
 
@@ -94,7 +85,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
     };
   };
 
-  const state = new SqliteStateStore(db, { writerThread: STATE_WRITER_THREAD });
+  const state = new SqliteStateStore(db, { writerThread: config.DMS_ENGINE_STATE_THREAD });
   const engine = new RuleEngine({
     resolveThing,
     state,
@@ -102,6 +93,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
     observations: deps.observations,
     deadLetters,
     clock: deps.clock,
+    checkpointMs: config.DMS_ENGINE_CHECKPOINT_MS,
     onBatch: (result, letters) => {
       counters.observations.inc(result.accepted);
       counters.triggered.inc(result.triggered);
@@ -111,7 +103,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
   ruleCount = () => engine.ruleCount;
 
   const wire = config.SCHEMA_REGISTRY_URL ? wireDecoder(config.SCHEMA_REGISTRY_URL) : undefined;
-  const timed = async (batch: readonly Ingested[]): Promise<BatchResult> => {
+  const timed = async (batch: readonly Ingested[]): Promise<HandledBatch> => {
     const end = counters.batch.startTimer();
     try {
       const result = await engine.handle(batch);
@@ -155,6 +147,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
       onCrash: (err, restart) =>
         setReady(false, `consumer crashed (${err.message}); ${restart ? "restarting" : "not restarting"}`),
       onLag: (partition, lag) => counters.lag.set({ topic, partition: String(partition) }, lag),
+      checkpoint: () => engine.checkpoint(),
     });
     kafka = source;
     consuming = retryWithBackoff(
@@ -167,7 +160,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
         await source.start((batch) => {
           const decoded = decodedInOrder.then(() => (wire ? decodeWireMessages(batch, wire) : decodeMessages(batch)));
           decodedInOrder = decoded.catch(() => undefined);
-          return decoded.then(timed).then(() => undefined);
+          return decoded.then(timed);
         });
       },
       {
@@ -221,7 +214,8 @@ export function createEngineService(deps: EngineDeps): EngineService {
       await consuming;
       await kafka?.stop();
       await http.stop();
-      // Every batch handed over is done; a writer thread ends (a start after this makes another).
+      // Every batch handed over is done: a last checkpoint, then a writer thread ends (a start after this makes another).
+      await engine.close();
       await state.close();
       kafkaReady?.waiting("stopped");
       for (const off of unsubscribe.splice(0)) off();

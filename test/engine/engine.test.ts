@@ -10,6 +10,7 @@ import {
   MemoryStateStore,
   resourceChecks,
   RuleEngine,
+  RewoundError,
   SqliteStateStore,
   type RawObservation,
   type StateStore,
@@ -201,6 +202,8 @@ describe("thresholds", () => {
       const a = setup({ state: new SqliteStateStore(first) });
       a.engine.load([rule]);
       await a.engine.handle([obs("t1", { temp: 85 }), obs("t1", { battery: 50 }), obs("t1", { temp: 85 })]);
+      // The last checkpoint of a stop.
+      await a.engine.close();
       first.close();
       const second = openDatabase({ dataDir: dir, migrations: engineMigrations });
       const b = setup({ state: new SqliteStateStore(second) });
@@ -445,6 +448,7 @@ describe("persistence", () => {
     await run.engine.handle([obs("t1", { temp: 31 }), obs("t1", { temp: 31 }), obs("t1", { temp: 31 })]);
     expect(run.sink.actions).toHaveLength(1);
     await run.engine.handle([obs("t1", { temp: 31 }), obs("t1", { temp: 31 })]);
+    await run.engine.close();
     first.close();
 
     const second = db(dir);
@@ -455,6 +459,7 @@ describe("persistence", () => {
     now.t += 3600_000;
     await run.engine.handle([obs("t1", { temp: 31 })]);
     expect(run.sink.actions).toHaveLength(1);
+    await run.engine.close();
     second.close();
 
     const third = db(dir);
@@ -481,11 +486,16 @@ describe("persistence", () => {
       },
     });
     engine.load([makeRule("r", [hot], { count: 2, interval: 0 })]);
-    await engine.handle([obs("t1", { temp: 31 })]);
+    const first = [obs("t1", { temp: 31 })];
+    await engine.handle(first);
     const batch = [obs("t1", { temp: 32 })];
     await expect(engine.handle(batch)).rejects.toThrow("outbox unavailable");
-    // The source hands the same messages over again (Kafka did not commit them).
+    // The engine went back to its last checkpoint, which the first batch is not in: the source hands
+    // its partition over again from the committed offset (Kafka committed neither), not from the
+    // failed batch.
     refuse = false;
+    await expect(engine.handle(batch)).rejects.toBeInstanceOf(RewoundError);
+    await engine.handle(first);
     await engine.handle(batch);
     expect(accepted).toHaveLength(1);
     expect(engine.thingState("t1")!.seq).toBe(2);
@@ -506,6 +516,8 @@ describe("persistence", () => {
     b.engine.load([rule]);
     // b owned t1 and counted 2 of 3; then t1's partition came to a.
     await b.engine.handle([obs("t1", { temp: 31 }), obs("t1", { temp: 32 })]);
+    // b's checkpoint covers them (and so b committed them) before the partition moved.
+    await b.engine.checkpoint();
     await a.engine.resync();
     expect(a.engine.thingState("t1")).toMatchObject({ seq: 2, state: { temp: 32 } });
     await a.engine.handle([obs("t1", { temp: 33 })]);
@@ -513,8 +525,10 @@ describe("persistence", () => {
 
     // Back to b (a rebalance resyncs every engine), 2 of 3 again; then the rule's conditions change
     // in a while t1 sits only in the table.
+    await a.engine.checkpoint();
     await b.engine.resync();
     await b.engine.handle([obs("t1", { temp: 34 }), obs("t1", { temp: 35 })]);
+    await b.engine.checkpoint();
     await a.engine.resync();
     a.engine.apply("r", makeRule("r", [{ ...hot, value: 20 }], { count: 3, interval: 0 }));
     await a.engine.handle([obs("t1", { temp: 36 })]);
@@ -552,6 +566,7 @@ describe("persistence", () => {
     });
     engine.load([makeRule("r", [hot])]);
     await engine.handle([obs("t1", { temp: 31 })]);
+    await engine.checkpoint();
     expect(order).toEqual(["accept", "flush"]);
   });
 });

@@ -1,9 +1,16 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { decodeMessages, engineMigrations, RuleEngine, SqliteStateStore } from "../../src/engine/index.js";
+import {
+  decodeMessages,
+  engineMigrations,
+  MemoryStateStore,
+  RuleEngine,
+  SqliteStateStore,
+} from "../../src/engine/index.js";
+import type { Rule } from "../../src/rules/index.js";
 import { openObservations } from "../../src/observations/index.js";
 import { openDatabase, type Db } from "../../src/store/index.js";
 import { messages, resolveThing, THINGS } from "./stream.js";
@@ -54,18 +61,17 @@ function lockedWriter() {
 }
 
 describe("the engine state written by a thread of its own", () => {
-  it("a batch is handed back only once its state is in the table", async () => {
+  it("a batch is checkpointed only once its state is in the table", async () => {
     const { engine, other, release, close } = lockedWriter();
-    let handled = false;
-    const handling = engine.handle(decodeMessages(messages(0, 3))).then((result) => {
-      handled = true;
-      return result;
-    });
+    let checkpointed = false;
+    const handled = await engine.handle(decodeMessages(messages(0, 3)));
+    expect(handled.accepted).toBe(3);
+    const checkpointing = Promise.all([handled.checkpointed, engine.checkpoint()]).then(() => (checkpointed = true));
     await new Promise((r) => setTimeout(r, 500));
-    expect(handled).toBe(false);
+    expect(checkpointed).toBe(false);
     expect(rows(other)).toEqual([]);
     release();
-    expect((await handling).accepted).toBe(3);
+    await checkpointing;
     expect(rows(other)).toEqual([
       { thing_name: "t0", seq: 1, last_offset: 0 },
       { thing_name: "t1", seq: 1, last_offset: 1 },
@@ -78,9 +84,11 @@ describe("the engine state written by a thread of its own", () => {
     const { engine, other, release, close } = lockedWriter();
     // Five batches over the same things, handed over while the thread waits for the lock.
     const handled = [0, 1, 2, 3, 4].map((b) => engine.handle(decodeMessages(messages(b * THINGS, (b + 1) * THINGS))));
+    const checkpointed = engine.checkpoint();
     await new Promise((r) => setTimeout(r, 200));
     release();
-    await Promise.all(handled);
+    for (const h of handled) await (await h).checkpointed;
+    await checkpointed;
     const written = rows(other);
     expect(written).toHaveLength(THINGS);
     for (const r of written) {
@@ -90,20 +98,27 @@ describe("the engine state written by a thread of its own", () => {
     await close();
   });
 
-  it("a state write that failed rejects its batch, and the engine goes back to the table before the next", async () => {
+  it("a checkpoint that failed rejects its batches, and the engine goes back to the table before the next", async () => {
     const dir = dataDir();
     const db = openDatabase({ dataDir: dir, migrations: engineMigrations });
     const state = new SqliteStateStore(db, { writerThread: true });
     const engine = new RuleEngine({ resolveThing, state, sink: new CollectingSink() });
-    await engine.handle(decodeMessages(messages(0, 1)));
+    await (
+      await engine.handle(decodeMessages(messages(0, THINGS)))
+    ).checkpointed;
     // The thread cannot write: the table is gone under it.
     db.exec("ALTER TABLE engine_thing_state RENAME TO kept");
-    await expect(engine.handle(decodeMessages(messages(THINGS, THINGS + 1)))).rejects.toThrow(/engine_thing_state/);
+    const failed = await engine.handle(decodeMessages(messages(THINGS, THINGS + 1)));
+    await expect(Promise.all([failed.checkpointed, engine.checkpoint()])).rejects.toThrow(/engine_thing_state/);
     db.exec("ALTER TABLE kept RENAME TO engine_thing_state");
     // Handed over again, the batch is evaluated afresh on the durable state: t0 counted once more, not twice.
-    await engine.handle(decodeMessages(messages(THINGS, THINGS + 1)));
+    await (
+      await engine.handle(decodeMessages(messages(THINGS, THINGS + 1)))
+    ).checkpointed;
     expect(engine.thingState("t0")).toMatchObject({ seq: 2, lastOffset: THINGS });
-    expect(rows(db)).toEqual([{ thing_name: "t0", seq: 2, last_offset: THINGS }]);
+    await engine.checkpoint();
+    expect(rows(db)).toHaveLength(THINGS);
+    expect(rows(db)[0]).toEqual({ thing_name: "t0", seq: 2, last_offset: THINGS });
     await state.close();
     db.close();
   });
@@ -113,14 +128,25 @@ describe("the engine state written by a thread of its own", () => {
 const BATCH = 200;
 const STREAM = 200 * BATCH;
 
+/** Two hot observations in a row: a count that a replay which counted twice, or lost one, would get wrong. */
+const hotTwice: Rule = {
+  ...hot,
+  id: "hot-twice",
+  expression: [{ operator: "gt", resource: "temp", value: 25 }],
+  threshold: { count: 2, interval: 0 },
+};
+
 /**
- * The engine as the service runs it (state and observations each written by a thread of
- * their own), fed as the Kafka source feeds it: three batches in flight, the last offset of
- * each batch printed once the batch is handed back (what the source would commit).
+ * The engine as the service runs it (observations written by a thread of their own, state by
+ * checkpoints every 50 ms), fed as the Kafka source feeds it: three batches in flight, the last
+ * offset of each batch printed once a checkpoint covers it (what the source commits). The sink
+ * appends the idempotency keys it accepted to a file (written before `accept` resolves: the
+ * outbox's durability, which a kill of the process does not undo).
  */
 function crashingEngineScript(dir: string): string {
   const src = (path: string): string => JSON.stringify(resolve(path));
   return `
+import { appendFileSync } from "node:fs";
 import { decodeMessages, engineMigrations, RuleEngine, SqliteStateStore } from ${src("src/engine/index.ts")};
 import { openObservations } from ${src("src/observations/index.ts")};
 import { openDatabase } from ${src("src/store/index.ts")};
@@ -129,15 +155,19 @@ const db = openDatabase({ dataDir: ${JSON.stringify(dir)}, migrations: engineMig
 const observations = openObservations({ dataDir: ${JSON.stringify(dir)}, db, writerThread: true });
 const engine = new RuleEngine({
   resolveThing,
-  state: new SqliteStateStore(db, { writerThread: true }),
-  sink: { accept: async () => {} },
+  state: new SqliteStateStore(db),
+  sink: { accept: async (actions) => appendFileSync(${JSON.stringify(join(dir, "outbox"))}, actions.map((a) => a.idempotencyKey + "\\n").join("")) },
   observations: observations.store,
+  checkpointMs: 50,
 });
+engine.load([${JSON.stringify(hotTwice)}]);
 const inFlight = [];
 for (let start = 0; start < ${STREAM}; start += ${BATCH}) {
   const last = start + ${BATCH} - 1;
-  inFlight.push(engine.handle(decodeMessages(messages(start, last + 1))).then(() => last));
-  if (inFlight.length >= 3) console.log("handled " + (await inFlight.shift()));
+  const handled = engine.handle(decodeMessages(messages(start, last + 1)));
+  inFlight.push(handled);
+  handled.then((h) => h.checkpointed).then(() => console.log("checkpointed " + last), () => {});
+  if (inFlight.length >= 3) await inFlight.shift();
   // A stream's pace, so that the test's kill comes while batches are under way.
   await new Promise((r) => setTimeout(r, 5));
 }
@@ -145,7 +175,7 @@ for (let start = 0; start < ${STREAM}; start += ${BATCH}) {
 }
 
 describe("kill -9 of the engine process", () => {
-  it("loses no batch it handed back, and a replay from the start counts every observation once", async () => {
+  it("loses no batch a checkpoint covered, and a replay from the committed offset counts every observation once and loses no trigger", async () => {
     const dir = dataDir();
     const script = join(dir, "engine.mts");
     writeFileSync(script, crashingEngineScript(dir));
@@ -156,7 +186,7 @@ describe("kill -9 of the engine process", () => {
       let text = "";
       child.stdout.on("data", (chunk: Buffer) => {
         text += chunk.toString("utf8");
-        for (const m of text.matchAll(/handled (\d+)\n/g)) handledUpTo = Math.max(handledUpTo, Number(m[1]));
+        for (const m of text.matchAll(/checkpointed (\d+)\n/g)) handledUpTo = Math.max(handledUpTo, Number(m[1]));
         text = text.slice(text.lastIndexOf("\n") + 1);
         if (handledUpTo >= 20 * BATCH - 1 && child.exitCode === null) child.kill("SIGKILL");
       });
@@ -175,22 +205,31 @@ describe("kill -9 of the engine process", () => {
       expect(after.get(`t${thing}`)!.last_offset).toBeGreaterThanOrEqual(lastHanded);
     }
 
-    // Kafka hands over again from wherever it committed, at worst from the start: nothing counts twice.
+    // Kafka hands over again from the offset it committed (after the last checkpointed batch): nothing
+    // counts twice, and every trigger of a run without a crash is in the outbox, from before or after.
     const observations = openObservations({ dataDir: dir, db, writerThread: false });
     expect(await observations.store.count()).toBeGreaterThanOrEqual(handledUpTo + 1);
     const state = new SqliteStateStore(db);
-    const engine = new RuleEngine({
-      resolveThing,
-      state,
-      sink: new CollectingSink(),
-      observations: observations.store,
-    });
-    for (let start = 0; start < STREAM; start += BATCH)
+    const sink = new CollectingSink();
+    const engine = new RuleEngine({ resolveThing, state, sink, observations: observations.store });
+    engine.load([hotTwice]);
+    for (let start = handledUpTo + 1; start < STREAM; start += BATCH)
       await engine.handle(decodeMessages(messages(start, start + BATCH)));
+    await engine.close();
     const final = rows(db);
     expect(final).toHaveLength(THINGS);
     for (const r of final) expect(r.seq).toBe(STREAM / THINGS);
     expect(await observations.store.count()).toBe(STREAM);
+
+    const reference = new RuleEngine({ resolveThing, state: new MemoryStateStore(), sink: new CollectingSink() });
+    reference.load([hotTwice]);
+    const expected = reference.process(decodeMessages(messages(0, STREAM))).actions.map((a) => a.idempotencyKey);
+    expect(expected.length).toBeGreaterThan(100);
+    const made = new Set([
+      ...readFileSync(join(dir, "outbox"), "utf8").split("\n").filter(Boolean),
+      ...sink.actions.map((a) => a.idempotencyKey),
+    ]);
+    expect([...made].sort()).toEqual([...new Set(expected)].sort());
     await observations.close();
     db.close();
   }, 120_000);

@@ -22,16 +22,28 @@ export interface KafkaSourceOptions {
    * the consumer is, in messages (the `/metrics` consumer lag).
    */
   onLag?: (partition: number, lag: number) => void;
+  /** A checkpoint covering every chunk handed over so far (the engine's `checkpoint`): taken on stop, so that the commits go that far. */
+  checkpoint?: () => Promise<void>;
+  /** An offset committed (the offset of the next message to read), for tests. */
+  onCommit?: (partition: number, offset: string) => void;
 }
+
+/** What handling a chunk resolves with: when its state is durable (absent: once handled). */
+export type Handled = { checkpointed?: Promise<void> } | void;
+type KafkaHandler = (batch: readonly RawObservation[]) => Promise<Handled>;
 
 /** Chunks handed to the engine before the first of them is handled (see `eachBatch`). */
 const CHUNKS_IN_FLIGHT = 3;
 
 /**
  * The Kafka source: a kafkajs consumer group reading with `eachBatch`.
- * Offsets are resolved only after the engine's `handle` resolves for a chunk
- * (stored, actions in the outbox, state durable) and committed from there,
- * so a crash replays what was not handed over and skips nothing.
+ * A chunk's offsets are resolved once the engine's `handle` resolves for it
+ * (actions in the outbox, rows stored), so the fetch moves on, and committed
+ * only once a checkpoint covering the chunk is durable (`checkpointed`), in
+ * order per partition: a crash replays from the committed offset, and the
+ * state table already counts at least everything before it. A chunk that
+ * fails, or a checkpoint that does not come (the engine went back to the last
+ * one), sends the partition back to its committed offset.
  */
 export class KafkaObservationSource implements ObservationSource {
   readonly name: string;
@@ -39,18 +51,26 @@ export class KafkaObservationSource implements ObservationSource {
   private joined!: () => void;
   /** Resolves once the consumer has joined its group and has partitions: what it will read from now on. */
   readonly ready = new Promise<void>((resolve) => (this.joined = resolve));
+  /** Per partition: the offset committed last (or where this generation started reading it). */
+  private readonly committed = new Map<number, string>();
+  /** Per partition: the commits in order. */
+  private readonly commits = new Map<number, Promise<void>>();
+  /** Per partition: seeks back so far (see `goBack`). */
+  private readonly epochs = new Map<number, number>();
 
   constructor(private readonly options: KafkaSourceOptions) {
     this.name = `kafka:${options.topic}`;
   }
 
-  async start(handle: (batch: readonly RawObservation[]) => Promise<void>): Promise<void> {
+  async start(handle: KafkaHandler): Promise<void> {
     const { brokers, topic, groupId, logger } = this.options;
     const chunkSize = this.options.chunkSize ?? 5000;
     const kafka = new Kafka({ clientId: this.options.clientId ?? "dms-engine", brokers, logLevel: logLevel.NOTHING });
     const consumer = kafka.consumer({ groupId, maxBytes: 10 * 1024 * 1024 });
     this.consumer = consumer;
     consumer.on(consumer.events.GROUP_JOIN, () => {
+      // The assignment starts at the group's committed offsets.
+      this.committed.clear();
       this.options.onRebalance?.();
       this.joined();
     });
@@ -66,41 +86,53 @@ export class KafkaObservationSource implements ObservationSource {
     logger?.info({ topic, groupId }, "kafka source consuming");
   }
 
-  private async consume(
-    consumer: Consumer,
-    handle: (batch: readonly RawObservation[]) => Promise<void>,
-    chunkSize: number,
-  ): Promise<void> {
+  private async consume(consumer: Consumer, handle: KafkaHandler, chunkSize: number): Promise<void> {
     const { topic, onLag } = this.options;
     await consumer.connect();
     await consumer.subscribe({ topic, fromBeginning: this.options.fromBeginning ?? true });
     const source = this.name;
     await consumer.run({
       eachBatchAutoResolve: false,
-      autoCommit: true,
-      eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale }) => {
+      // Offsets are committed once a checkpoint covers them (`commit`), not as they are resolved.
+      autoCommit: false,
+      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
         const messages = batch.messages;
+        const partition = batch.partition;
+        if (messages.length === 0) return;
+        // The consumer fetched from the group's committed offset: until this engine commits, that is
+        // where a partition goes back to.
+        if (!this.committed.has(partition)) this.committed.set(partition, messages[0]!.offset);
+        const epoch = this.epochOf(partition);
         // Reported before handling too, so a consumer stuck on a failing batch shows its lag grow.
-        if (messages.length > 0) onLag?.(batch.partition, Number(batch.highWatermark) - Number(messages[0]!.offset));
+        onLag?.(partition, Number(batch.highWatermark) - Number(messages[0]!.offset));
         // Chunks in flight at once: the engine evaluates one while the store writes the one before.
-        // Offsets are resolved in order, each once its chunk is handled (stored, actions in the
-        // outbox, state durable).
-        const inFlight: { handled: Promise<void>; last: string }[] = [];
+        // Offsets are resolved in order, each once its chunk is handled (actions in the sink, rows
+        // stored), so that the fetch moves on; committed once a checkpoint covers the chunk.
+        const inFlight: { handled: Promise<Handled>; last: string }[] = [];
         const settleOldest = async (): Promise<void> => {
           const { handled, last } = inFlight.shift()!;
-          await handled;
+          const { checkpointed } = (await handled) ?? {};
+          // A seek since (this or another chunk failed): the fetch starts over there, nothing here counts.
+          if (this.epochOf(partition) !== epoch) return;
           resolveOffset(last);
-          onLag?.(batch.partition, Math.max(0, Number(batch.highWatermark) - Number(last) - 1));
+          const next = String(Number(last) + 1);
+          if (checkpointed === undefined) this.commit(consumer, partition, next);
+          else
+            checkpointed.then(
+              () => this.commit(consumer, partition, next),
+              (err: unknown) => this.goBack(consumer, partition, epoch, err),
+            );
+          onLag?.(partition, Math.max(0, Number(batch.highWatermark) - Number(last) - 1));
           await heartbeat();
         };
         try {
           for (let start = 0; start < messages.length; start += chunkSize) {
-            if (!isRunning() || isStale()) break;
+            if (!isRunning() || isStale() || this.epochOf(partition) !== epoch) break;
             const chunk = messages.slice(start, start + chunkSize);
             const raws: RawObservation[] = chunk.map((m) => ({
               key: m.key ? m.key.toString("utf8") : null,
               value: m.value ?? Buffer.alloc(0),
-              position: { source, partition: batch.partition, offset: m.offset },
+              position: { source, partition, offset: m.offset },
             }));
             const handled = handle(raws);
             // Awaited in order below; a failure of a later chunk while an earlier one is awaited is not unhandled.
@@ -109,17 +141,76 @@ export class KafkaObservationSource implements ObservationSource {
             if (inFlight.length >= CHUNKS_IN_FLIGHT) await settleOldest();
           }
           while (inFlight.length > 0) await settleOldest();
+        } catch (err) {
+          // A failed chunk: the engine went back to its last checkpoint, so the partition goes back to
+          // its committed offset (no checkpoint has passed it), not merely to the failed chunk.
+          this.goBack(consumer, partition, epoch, err);
         } finally {
-          // A failed chunk fails the batch: the chunks after it are not resolved, and are handed over again.
           inFlight.length = 0;
         }
-        await commitOffsetsIfNecessary();
       },
     });
   }
 
+  /** The partition's seeks so far: a chunk handed over before the last one counts for nothing. */
+  private epochOf(partition: number): number {
+    return this.epochs.get(partition) ?? 0;
+  }
+
+  /**
+   * Commits `next` on the partition once the commits before it are done, unless a later one went
+   * first. A commit refused (a rebalance under way) is left: whoever owns the partition now starts
+   * at the offset committed before, which the checkpoints cover too.
+   */
+  private commit(consumer: Consumer, partition: number, next: string): void {
+    const { topic, logger } = this.options;
+    const before = this.commits.get(partition) ?? Promise.resolve();
+    const done = before.then(async () => {
+      if (Number(next) <= Number(this.committed.get(partition) ?? -1)) return;
+      try {
+        await consumer.commitOffsets([{ topic, partition, offset: next }]);
+        this.committed.set(partition, next);
+        this.options.onCommit?.(partition, next);
+      } catch (err) {
+        logger?.debug({ err, topic, partition, offset: next }, "offset not committed");
+      }
+    });
+    this.commits.set(partition, done);
+  }
+
+  /** Fetches the partition again from its committed offset, once per failure (`epoch` as the chunk saw it). */
+  private goBack(consumer: Consumer, partition: number, epoch: number, err: unknown): void {
+    if (this.epochOf(partition) !== epoch) return;
+    this.epochs.set(partition, epoch + 1);
+    const { topic, logger } = this.options;
+    const offset = this.committed.get(partition);
+    logger?.warn(
+      { err, topic, partition, offset },
+      "batch failed; reading the partition again from the committed offset",
+    );
+    if (offset === undefined) return;
+    try {
+      consumer.seek({ topic, partition, offset });
+    } catch (seekErr) {
+      // Not running any more: the next start resumes at the committed offset anyway.
+      logger?.debug({ err: seekErr, topic, partition }, "no seek");
+    }
+  }
+
+  /**
+   * Commits what a last checkpoint covers (`checkpoint`), then leaves the group: the next owner of a
+   * partition resumes at its committed offset.
+   */
   async stop(): Promise<void> {
-    await this.consumer?.disconnect();
-    this.consumer = undefined;
+    const consumer = this.consumer;
+    if (consumer === undefined) return;
+    try {
+      await this.options.checkpoint?.();
+      await Promise.all(this.commits.values());
+    } catch (err) {
+      this.options.logger?.warn({ err }, "no last checkpoint before leaving the group");
+    }
+    await consumer.disconnect();
+    if (this.consumer === consumer) this.consumer = undefined;
   }
 }
