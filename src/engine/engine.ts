@@ -209,8 +209,13 @@ export class RuleEngine {
   private positions = new Map<string, number>();
   /** The same, as of the last durable checkpoint (or where the partition was first seen: the table covers all before it). */
   private durablePositions = new Map<string, number>();
-  /** Partitions whose next batch must start at or before `positions` (the engine went back to a checkpoint). */
-  private readonly restart = new Set<string>();
+  /** Per partition, the source's latest going-back (`SourcePosition.epoch`) the engine has seen. */
+  private readonly epochs = new Map<string, number>();
+  /**
+   * Partitions whose next batch must follow on from `positions` (the engine went back to a
+   * checkpoint), with the epoch they were at: see `follows`.
+   */
+  private readonly restart = new Map<string, number>();
   /** The clock when the current batch began: one time for all of it (intervals, dead letters). */
   private batchNow = 0;
 
@@ -251,8 +256,8 @@ export class RuleEngine {
    * be made. Runs on the queue, between batches. The checkpoint under way is dropped (what it wrote is
    * safe: each row is a thing as it stood between batches whose actions were accepted, with its own
    * last offset), and the batches not yet covered by a durable checkpoint learn it (`checkpointed`
-   * rejects); a replayable source's batches are refused until its partitions start again at or before
-   * what the durable state covers (`RewoundError`).
+   * rejects); a replayable source's batches are refused until its partitions follow on from what the
+   * durable state covers (`RewoundError`, see `follows`).
    */
   private async rewind(err: unknown, handedOut = false): Promise<void> {
     const current = this.current;
@@ -273,7 +278,7 @@ export class RuleEngine {
       return;
     }
     this.positions = new Map(this.durablePositions);
-    for (const key of this.positions.keys()) this.restart.add(key);
+    for (const key of this.positions.keys()) this.restart.set(key, this.epochs.get(key) ?? 0);
   }
 
   /**
@@ -368,7 +373,7 @@ export class RuleEngine {
 
   /**
    * Whether every position of the batch has an offset (a source that can hand it over again; an empty batch has nothing to make durable); throws
-   * `RewoundError` for a partition that must start again at or before what the durable state covers.
+   * `RewoundError` for a partition that must follow on from what the durable state covers.
    */
   private follows(batch: readonly Ingested[]): boolean {
     let replayable = true;
@@ -383,15 +388,25 @@ export class RuleEngine {
       if (k === key) continue;
       key = k;
       const offset = Number(pos.offset);
+      const epoch = pos.epoch ?? 0;
       const next = this.positions.get(k);
+      const restartFrom = this.restart.get(k);
+      if (restartFrom !== undefined) {
+        // After a rewind a partition's batch is evaluated only when it follows on from what the
+        // durable state covers: it starts at or before that offset, or the source fetched it after
+        // going back to its committed offset (a later epoch; the committed offset never passes the
+        // durable state, and it may be followed by a gap of offsets: transaction markers, compaction).
+        // Anything else was handed over before the source went back: evaluated on the rewound memory,
+        // it would count later observations first, and the replay would then skip the earlier ones.
+        if (epoch <= restartFrom && next !== undefined && offset > next) throw new RewoundError(k);
+        this.restart.delete(k);
+      }
+      this.epochs.set(k, epoch);
       if (next === undefined) {
         // First seen (since the start or a rebalance): the source starts at its committed offset,
         // and the state table covers everything before it.
         this.positions.set(k, offset);
         this.durablePositions.set(k, offset);
-      } else if (this.restart.has(k)) {
-        if (offset > next) throw new RewoundError(k);
-        this.restart.delete(k);
       }
     }
     return replayable;

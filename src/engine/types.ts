@@ -19,6 +19,11 @@ export interface SourcePosition {
   source: string;
   partition?: number;
   offset?: string;
+  /**
+   * How many times the source went back on this partition (seeked to its committed offset): a chunk
+   * fetched after the latest going-back has a greater one than the chunks handed over before it.
+   */
+  epoch?: number;
 }
 
 /** A message's bytes and origin, as a stream source reads them, before the decode (`decode.ts`). */

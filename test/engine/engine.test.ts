@@ -505,6 +505,45 @@ describe("persistence", () => {
     store.close();
   });
 
+  it("after a rewind a batch fetched after the source went back is evaluated even when offsets were skipped; one from before is refused", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "dms-engine-"));
+    dirs.push(dir);
+    const store = db(dir);
+    let refuse = false;
+    const engine = new RuleEngine({
+      resolveThing: (name) => THINGS[name],
+      state: new SqliteStateStore(store),
+      sink: {
+        accept: async () => {
+          if (refuse) throw new Error("outbox unavailable");
+        },
+      },
+    });
+    engine.load([makeRule("r", [hot], { count: 2, interval: 0 })]);
+    const at = (offset: number, epoch: number, temp: number): Ingested =>
+      decodeMessages([
+        {
+          key: "t1",
+          value: Buffer.from(
+            JSON.stringify({ thingName: "t1", timestamp: 1_763_000_000_000 + offset, state: { temp } }),
+          ),
+          position: { source: "kafka:gaps", partition: 0, offset: String(offset), epoch },
+        },
+      ])[0]!;
+    await engine.handle([at(10, 0, 31)]);
+    await engine.checkpoint();
+    // Everything up to 10 is durable (and committed); 11 is a transaction marker, so the next record is 12.
+    refuse = true;
+    await expect(engine.handle([at(12, 0, 32)])).rejects.toThrow("outbox unavailable");
+    refuse = false;
+    // Handed over before the source went back: it does not follow on from offset 11, so it is refused.
+    await expect(engine.handle([at(13, 0, 33)])).rejects.toBeInstanceOf(RewoundError);
+    // Fetched again from the committed offset 11 after going back (epoch 1): its first record is 12.
+    await engine.handle([at(12, 1, 32), at(13, 1, 33)]);
+    expect(engine.thingState("t1")!.seq).toBe(3);
+    store.close();
+  });
+
   it("after a resync a thing's state is read again from the table; a count made under changed conditions starts over", async () => {
     const dir = mkdtempSync(join(tmpdir(), "dms-engine-"));
     dirs.push(dir);

@@ -132,7 +132,7 @@ export class KafkaObservationSource implements ObservationSource {
             const raws: RawObservation[] = chunk.map((m) => ({
               key: m.key ? m.key.toString("utf8") : null,
               value: m.value ?? Buffer.alloc(0),
-              position: { source, partition, offset: m.offset },
+              position: { source, partition, offset: m.offset, epoch },
             }));
             const handled = handle(raws);
             // Awaited in order below; a failure of a later chunk while an earlier one is awaited is not unhandled.
