@@ -118,7 +118,7 @@ describe("KafkaObservationSource", () => {
       release();
       await until(async () => (await committed()) === "3", 20_000);
       expect(seen.map((r) => r.position)).toEqual(
-        [0, 1, 2].map((o) => ({ source: `kafka:${topic}`, partition: 0, offset: String(o) })),
+        [0, 1, 2].map((o) => ({ source: `kafka:${topic}`, partition: 0, offset: String(o), epoch: 0 })),
       );
     } finally {
       await admin.disconnect();

@@ -19,6 +19,25 @@ export const stateMigrations: Migration[] = [
       );
     `,
   },
+  {
+    // Clustered by thing name: a checkpoint writes its things in name order, so the rows of one
+    // slice share leaf pages (in a rowid table they sat in the order first written, and every
+    // upsert of a checkpoint's random-order slice was a page of its own in the WAL).
+    id: "engine-002-state-by-name",
+    up: `
+      CREATE TABLE engine_thing_state_by_name (
+        thing_name TEXT PRIMARY KEY,
+        ts INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        last_source TEXT,
+        last_offset INTEGER,
+        doc TEXT NOT NULL
+      ) WITHOUT ROWID;
+      INSERT INTO engine_thing_state_by_name SELECT thing_name, ts, seq, last_source, last_offset, doc FROM engine_thing_state;
+      DROP TABLE engine_thing_state;
+      ALTER TABLE engine_thing_state_by_name RENAME TO engine_thing_state;
+    `,
+  },
 ];
 
 interface ThingRow {
