@@ -102,7 +102,7 @@ async function run(): Promise<void> {
   const mathjs = runEngine(w, data, MATHJS_SAMPLE, resolveThing, { compile: { expressionMode: "mathjs" } });
   log(`sample: indexed ${fmt(indexedSample.rate)}, unindexed ${fmt(unindexed.rate)}, mathjs ${fmt(mathjs.rate)}`);
 
-  // with everything written: observation store (its writer thread), state flush (SQLite), against the
+  // with everything written: observation store (its writer thread), state checkpoints (SQLite), against the
   // in-memory engine on the same observations, block by block
   const durable = await durableRun(w, data, resolveThing);
   log(
@@ -148,7 +148,7 @@ async function run(): Promise<void> {
       ratio(mathjs.rate, N / decode.seconds),
     ],
     [
-      "dms engine + SQLite store + state flush (sample)",
+      "dms engine + SQLite store + state checkpoints (sample)",
       fmt(durable.observations),
       fmt(durable.durableRate),
       fmt(1e9 / durable.durableRate),
@@ -206,7 +206,7 @@ async function run(): Promise<void> {
     header("bench/engine: decode + evaluate + state update, in process", `npx tsx bench/engine/index.ts ${N}`),
     `Load average at the start / at the peer: ${startLoad} / ${peerLoad}. Charts: [rate by rules per type](charts/engine-rules.svg), [ratios](charts/ratios.svg).`,
     "",
-    `Workload (seeded): ${fmt(w.things.length)} things over ${w.types.length} thing types, ${fmt(w.rules.length)} rules (${RULES_PER_TYPE} per type: gt/gte/lt/lte and eq on constants, \`\${}\` expressions over thing.state and observation, 25-point polygons, POIs, enter/leave, two-condition rules; each matching about 2 % of observations; threshold count 3). ${fmt(N)} observations as JSON bytes (about ${Math.round(data.bytes.length / N)} bytes each, in one buffer), handed over in chunks of ${fmt(CHUNK)} as a source would (building a chunk is not timed, in any pass), on one thread; state in memory (the durable row adds the observation store, written by its thread, and the SQLite state flush per chunk, fed with 3 chunks in flight as the Kafka source does, after ${fmt(DURABLE_WARM)} observations that warm it; it is compared with the in-memory engine on the same observations, block by block). json-rules-engine: one engine per thing type with the same 100 rules (custom operators for geometry and expressions, facts = observation and previous state), run on the first ${fmt(JRE_SAMPLE)} observations.`,
+    `Workload (seeded): ${fmt(w.things.length)} things over ${w.types.length} thing types, ${fmt(w.rules.length)} rules (${RULES_PER_TYPE} per type: gt/gte/lt/lte and eq on constants, \`\${}\` expressions over thing.state and observation, 25-point polygons, POIs, enter/leave, two-condition rules; each matching about 2 % of observations; threshold count 3). ${fmt(N)} observations as JSON bytes (about ${Math.round(data.bytes.length / N)} bytes each, in one buffer), handed over in chunks of ${fmt(CHUNK)} as a source would (building a chunk is not timed, in any pass), on one thread; state in memory (the durable row adds the observation store, written by its thread, and the SQLite state checkpoint every ${fmt(service.DMS_ENGINE_CHECKPOINT_MS)} ms of its measured time with a last one inside the last block, fed with 3 chunks in flight as the Kafka source does, after ${fmt(DURABLE_WARM)} observations that warm it; it is compared with the in-memory engine on the same observations, block by block). json-rules-engine: one engine per thing type with the same 100 rules (custom operators for geometry and expressions, facts = observation and previous state), run on the first ${fmt(JRE_SAMPLE)} observations.`,
     "",
     table(["run", "observations", "observations/s", "ns/observation", "vs decode-only"], rows),
     "",
