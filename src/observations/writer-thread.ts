@@ -1,7 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
-import Database from "better-sqlite3";
 import { ObservationPartitions } from "./partitions.js";
-import type { ThreadReply } from "../store/index.js";
+import { openWriterConnection, type ThreadReply } from "../store/index.js";
 import type { WriterRequest, WriterData } from "./writer.js";
 
 /**
@@ -11,13 +10,8 @@ import type { WriterRequest, WriterData } from "./writer.js";
  * Requests are handled one at a time, in the order posted.
  */
 const { file, walAutocheckpoint } = workerData as WriterData;
-const db = new Database(file);
-db.pragma("journal_mode = WAL");
-db.pragma("synchronous = NORMAL");
-db.pragma("busy_timeout = 5000");
-db.pragma("cache_size = -65536");
 // A checkpointer thread copies the WAL back (`open.ts`): a commit that did it would hold the next batch up on its fsyncs.
-db.pragma(`wal_autocheckpoint = ${walAutocheckpoint}`);
+const db = openWriterConnection(file, walAutocheckpoint);
 // The column cache is built by a thread of its own (`columns-thread.ts`), not between inserts.
 const partitions = new ObservationPartitions(db, Date.now, false);
 const port = parentPort!;

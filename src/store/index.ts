@@ -36,16 +36,33 @@ export interface OpenOptions {
 export function openDatabase({ dataDir, migrations, fileName = "dms.sqlite" }: OpenOptions): Db {
   const file = dataDir === ":memory:" ? ":memory:" : join(ensureDir(dataDir), fileName);
   const db = new Database(file);
+  writingConnection(db);
+  db.pragma("foreign_keys = ON");
+  migrate(db, migrations);
+  return db;
+}
+
+/**
+ * A writer thread's own connection to a file the process opened (and migrated) with
+ * `openDatabase`: set up as the process's connection is, its WAL checkpointed as that one's is
+ * (`walAutocheckpoint`: where a checkpointer thread copies the WAL back, its commits do not).
+ */
+export function openWriterConnection(file: string, walAutocheckpoint: number): Db {
+  const db = new Database(file);
+  writingConnection(db);
+  db.pragma(`wal_autocheckpoint = ${walAutocheckpoint}`);
+  return db;
+}
+
+/** What every connection that writes needs: WAL, its durability, a wait for the write lock, a page cache. */
+function writingConnection(db: Db): void {
   db.pragma("journal_mode = WAL");
   // NORMAL is durable across process crashes in WAL mode; only an OS crash can lose the last commits.
   db.pragma("synchronous = NORMAL");
-  db.pragma("foreign_keys = ON");
   db.pragma("busy_timeout = 5000");
   // 64 MiB of page cache instead of 2: the observation store's three indexes take inserts all over
   // their B-trees, and at stream rates the default cache makes every insert re-read index pages.
   db.pragma("cache_size = -65536");
-  migrate(db, migrations);
-  return db;
 }
 
 export function migrate(db: Db, migrations: readonly Migration[]): string[] {

@@ -1,6 +1,5 @@
 import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
-import Database from "better-sqlite3";
-import type { ThreadReply } from "../../store/index.js";
+import { openWriterConnection, type ThreadReply } from "../../store/index.js";
 import { emptyRows, stateWriter, type StateRows } from "./rows.js";
 import type { StateWriterData, StateWriterRequest } from "./writer.js";
 
@@ -13,13 +12,8 @@ import type { StateWriterData, StateWriterRequest } from "./writer.js";
  * that several of them dirtied are written to the WAL once.
  */
 const { file, walAutocheckpoint } = workerData as StateWriterData;
-const db = new Database(file);
-db.pragma("journal_mode = WAL");
-db.pragma("synchronous = NORMAL");
-db.pragma("busy_timeout = 5000");
-db.pragma("cache_size = -65536");
 // As the engine's own connection: where a checkpointer thread runs, commits here do not checkpoint.
-db.pragma(`wal_autocheckpoint = ${walAutocheckpoint}`);
+const db = openWriterConnection(file, walAutocheckpoint);
 const write = stateWriter(db);
 const port = parentPort!;
 
