@@ -32,7 +32,8 @@ export function observationId(position: SourcePosition): string {
 export function storeObservation(
   rows: ObservationColumnsBuilder,
   position: SourcePosition,
-  info: ThingInfo,
+  /** The thing's type and domain: its runtime record holds them, saving a read of its `ThingInfo`. */
+  info: Pick<ThingInfo, "thingType" | "domain">,
   thingName: string,
   timestamp: number,
   state: Record<string, unknown>,

@@ -631,7 +631,7 @@ export class RuleEngine {
     for (let i = 0; i < accepted; i++) {
       const p = pending[i]!;
       work.accepted++;
-      if (keep) storeObservation(work.stored, p.position, p.rt.info, p.thingName, p.timestamp, p.os, p.nested);
+      if (keep) storeObservation(work.stored, p.position, p.rt, p.thingName, p.timestamp, p.os, p.nested);
       if (p.actions !== undefined) for (let j = 0; j < p.actions.length; j++) work.actions.push(p.actions[j]!);
     }
   }
