@@ -52,7 +52,7 @@ interface ThingRow {
 export interface SqliteStateOptions {
   /**
    * Writes on a thread of its own, on a connection to the database's file (the engine's process):
-   * the engine's thread only serializes what a batch changed. A database in memory is written on
+   * the engine's thread only serializes a checkpoint's slice. A database in memory is written on
    * this thread whatever this says.
    */
   writerThread?: boolean;
@@ -60,17 +60,18 @@ export interface SqliteStateOptions {
 
 /**
  * State kept in memory and written to SQLite on `flush`, which the engine
- * calls once per batch after the batch's actions are in the outbox; the batch
- * is handed back to the source (which then commits) once the flush resolved:
- * a restart resumes half-reached counts and never fires an interval early.
- * The states are serialized during `flush`, as the batch left them; with a
- * writer thread the upserts run there, beside the engine's next batches.
+ * calls for each slice of a checkpoint (its things in name order, the table's),
+ * between batches whose actions are all in the outbox; a source commits what a
+ * checkpoint covers once all its slices resolved: a restart resumes half-reached
+ * counts and never fires an interval early. The states are serialized during
+ * `flush`, as they are then; with a writer thread the upserts run there, beside
+ * the engine's next batches.
  *
  * Loaded whole at start. After `reload` (a rebalance, a failed batch) memory
  * is emptied and each thing is read from the table when it is next seen:
  * engine processes sharing the data directory hand a partition's things over
- * through the table, since the owner that gave the partition up flushed them
- * before the group could rebalance.
+ * through the table, as the last checkpoint of the owner that gave the
+ * partition up left them (the new owner replays from the committed offset).
  */
 export class SqliteStateStore extends MemoryStateStore {
   private readonly write: (rows: StateRows) => void;

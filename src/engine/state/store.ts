@@ -58,9 +58,9 @@ export interface StateStore {
   /** Forgets every threshold of a removed or changed rule. */
   dropRule(ruleId: string): void;
   /**
-   * Makes durable every change so far: the states the engine changed since the
-   * last flush (each once; the engine tracks them, so its hot path touches no
-   * set of the store's) and whatever `dropRule` changed. Takes the states as they
+   * Makes durable the states given (a checkpoint's slice: each once; the engine
+   * tracks what changed, so its hot path touches no set of the store's) and
+   * whatever `dropRule` changed. Takes the states as they
    * are during the call (the engine goes on changing the objects once it returns);
    * the promise resolves once they are durable, and may resolve after the engine
    * flushed later batches: flushes become durable in the order made.

@@ -5,11 +5,11 @@ import type { StateWriterData, StateWriterRequest } from "./writer.js";
 
 /**
  * The engine state writer: its own connection to the service's database, so
- * that the engine's thread only serializes the states a batch changed and
- * posts them. Group commit: the flushes that arrived while a transaction ran
- * are written together in the next one, each thing once (its latest state):
- * when the writer falls behind, a commit covers several batches, and pages
- * that several of them dirtied are written to the WAL once.
+ * that the engine's thread only serializes a checkpoint's slice and posts it.
+ * Group commit: the slices that arrived while a transaction ran are written
+ * together in the next one, each thing once (its latest state): when the
+ * writer falls behind, a commit covers several slices, and pages that several
+ * of them dirtied are written to the WAL once.
  */
 const { file, walAutocheckpoint } = workerData as StateWriterData;
 // As the engine's own connection: where a checkpointer thread runs, commits here do not checkpoint.
