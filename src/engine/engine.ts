@@ -42,12 +42,6 @@ export class RewoundError extends Error {
   }
 }
 
-const byThingName = (a: Runtime, b: Runtime): number => {
-  const x = a.state.thingName;
-  const y = b.state.thingName;
-  return x < y ? -1 : x > y ? 1 : 0;
-};
-
 /** A promise and its settlement, for the batches a checkpoint will cover. */
 interface Deferred {
   promise: Promise<void>;
@@ -496,7 +490,7 @@ export class RuleEngine {
     const begun = this.queue.then((): Checkpoint => {
       // In the table's order (it is clustered by thing name): a slice's rows then share leaf pages,
       // where in the order they changed nearly every row is a page of its own to write.
-      const things = this.dirty.sort(byThingName);
+      const things = this.things.byName(this.dirty);
       const cp: Checkpoint = {
         things,
         positions: new Map(this.positions),
