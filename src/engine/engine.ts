@@ -336,9 +336,10 @@ export class RuleEngine {
   /**
    * What `handle` keeps of a batch while its rows are stored: its counts and dead letters, not its
    * `BatchWork`. The rows' columns (every document's JSON) are copied to the writer thread when
-   * handed over; kept until the writer answers, a few batches later, they outlived the young
-   * generation and were copied, promoted and swept by the GC (measured: a fifth of the durable
-   * engine's extra time on its thread).
+   * handed over; kept until the writer answers, a few batches later, they outlive the young
+   * generation and are copied, promoted and swept by the GC. (Not measured alone: with the state
+   * rows' statement change, the durable engine thread's GC time over the in-memory one's went from
+   * 576 to 415 ms in a profile of 400,000 observations.)
    */
   private async run(batch: readonly Ingested[]): Promise<{
     result: BatchResult;
