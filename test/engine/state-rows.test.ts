@@ -24,19 +24,7 @@ describe("state rows", () => {
     add("t5", 101, null);
     add("t66", 102, "kafka:x:2");
     db.transaction(() => write(rows))();
-    const read = db
-      .prepare<
-        [],
-        {
-          thing_name: string;
-          ts: number;
-          seq: number;
-          last_source: string | null;
-          last_offset: number | null;
-          doc: string;
-        }
-      >("SELECT * FROM engine_thing_state ORDER BY seq")
-      .all();
+    const read = db.prepare<[], Record<string, unknown>>("SELECT * FROM engine_thing_state ORDER BY seq").all();
     expect(read).toHaveLength(67);
     const byName = new Map(read.map((r) => [r.thing_name, r]));
     expect(byName.get("t3")).toEqual({
@@ -55,7 +43,7 @@ describe("state rows", () => {
       last_offset: null,
       doc: '{"state":{"seq":101}}',
     });
-    expect(byName.get("t66")!.seq).toBe(102);
+    expect(byName.get("t66")?.seq).toBe(102);
     expect(byName.get("t40")).toEqual({
       thing_name: "t40",
       ts: 1_040,
