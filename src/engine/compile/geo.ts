@@ -132,10 +132,40 @@ function decodeGeohash(hash: string, out: LonLat): boolean {
 }
 
 /** A point test prepared once: a bounding box first, the exact test only inside it. */
-export type PointTest = ((p: LonLat) => boolean) & { bbox?: BBox };
+export type PointTest = ((p: LonLat) => boolean) & { region?: Region };
 
 /** `[minLon, minLat, maxLon, maxLat]`: the area outside which a point test is false. */
 export type BBox = [number, number, number, number];
+
+/** What a point test answers for every point of a rectangle: OUT (false), IN (true), or EDGE (it depends). */
+export const OUT = 0;
+export const IN = 1;
+export const EDGE = 2;
+
+/** A point test's geometry, for the spatial index of a rule set. */
+export interface Region {
+  readonly bbox: BBox;
+  /**
+   * The point test's answer for every point of the rectangle [x0, x1] x [y0, y1] grown by MARGIN:
+   * IN or OUT only when it is certain (the same answer, to the last bit, as the test gives each of
+   * those points), EDGE otherwise.
+   */
+  cell(x0: number, y0: number, x1: number, y1: number): number;
+}
+
+/**
+ * Degrees a rectangle is grown by before a region classifies it (about 0.1 mm): far beyond the
+ * rounding of the coordinates a caller derives a rectangle from, and beyond the rounding of the
+ * precise tests themselves.
+ */
+const MARGIN = 1e-9;
+
+/** Whether the rectangle grown by MARGIN lies wholly inside `b` (true) or wholly outside it (false), or neither (undefined). */
+function againstBox(b: BBox, x0: number, y0: number, x1: number, y1: number): boolean | undefined {
+  if (x1 + MARGIN < b[0] || x0 - MARGIN > b[2] || y1 + MARGIN < b[1] || y0 - MARGIN > b[3]) return false;
+  if (x0 - MARGIN >= b[0] && x1 + MARGIN <= b[2] && y0 - MARGIN >= b[1] && y1 + MARGIN <= b[3]) return true;
+  return undefined;
+}
 
 export const MAX_POLYGON_POINTS = 25;
 
@@ -173,8 +203,64 @@ export function compilePolygon(value: unknown, property: string): PointTest {
   const lats = Float64Array.from(ring, (p) => p[1]);
   const test: PointTest = (p) =>
     p[0] >= minLon && p[0] <= maxLon && p[1] >= minLat && p[1] <= maxLat && inRing(lons, lats, p[0], p[1]);
-  test.bbox = [minLon, minLat, maxLon, maxLat];
+  const bbox: BBox = [minLon, minLat, maxLon, maxLat];
+  test.region = { bbox, cell: (x0, y0, x1, y1) => polygonCell(bbox, lons, lats, x0, y0, x1, y1) };
   return test;
+}
+
+/** Below this (and not 0) a vertex coordinate may differ from a point's by a subnormal amount. */
+const TINY = 1e-80;
+
+/**
+ * A polygon's answer for a rectangle (see Region.cell): OUT outside its box; EDGE when an edge
+ * comes within the grown rectangle, or when a vertex coordinate that is 0 or tiny falls in its span
+ * (a point there may differ from the vertex by a subnormal amount, whose products robust orientation
+ * does not compute exactly); otherwise the centre's answer. Away from both, every difference inRing
+ * takes is 0 or at least about 1e-97, so its orientations are exact, and its answer is that of the
+ * ring moved by the rounding of those differences (a few 1e-14 degrees), which the boundary-free
+ * rectangle cannot tell from the ring's own: the same for every point of it.
+ */
+function polygonCell(
+  bbox: BBox,
+  lons: Float64Array,
+  lats: Float64Array,
+  x0: number,
+  y0: number,
+  x1: number,
+  y1: number,
+): number {
+  const inBox = againstBox(bbox, x0, y0, x1, y1);
+  if (inBox === false) return OUT;
+  const gx0 = x0 - MARGIN;
+  const gx1 = x1 + MARGIN;
+  const gy0 = y0 - MARGIN;
+  const gy1 = y1 + MARGIN;
+  const cx = (x0 + x1) / 2;
+  const cy = (y0 + y1) / 2;
+  // Every point of the grown rectangle is within `reach` of the centre (and a little slack).
+  const reach = ((gx1 - gx0) ** 2 + (gy1 - gy0) ** 2) * 0.250001;
+  for (let k = 0; k < lons.length; k++) {
+    const lon = lons[k]!;
+    const lat = lats[k]!;
+    if (Math.abs(lon) < TINY && lon >= gx0 && lon <= gx1) return EDGE;
+    if (Math.abs(lat) < TINY && lat >= gy0 && lat <= gy1) return EDGE;
+    if (k > 0 && segmentDistance2(cx, cy, lons[k - 1]!, lats[k - 1]!, lon, lat) <= reach) return EDGE;
+  }
+  if (!inRing(lons, lats, cx, cy)) return OUT;
+  // Inside the ring is inside its box; the check only keeps IN's promise independent of that argument.
+  return inBox === true ? IN : EDGE;
+}
+
+/** Squared distance from (px, py) to the segment (ax, ay)-(bx, by). */
+function segmentDistance2(px: number, py: number, ax: number, ay: number, bx: number, by: number): number {
+  const dx = bx - ax;
+  const dy = by - ay;
+  const len2 = dx * dx + dy * dy;
+  let t = len2 > 0 ? ((px - ax) * dx + (py - ay) * dy) / len2 : 0;
+  t = t < 0 ? 0 : t > 1 ? 1 : t;
+  const ex = px - (ax + t * dx);
+  const ey = py - (ay + t * dy);
+  return ex * ex + ey * ey;
 }
 
 /**
@@ -254,6 +340,30 @@ export function compilePoi(value: unknown, property: string): PointTest {
     p[0] >= minLon &&
     p[0] <= maxLon &&
     haversineMetres(lat, lon, cosLat, p) <= limit;
-  test.bbox = [minLon, minLat, maxLon, maxLat];
+  const bbox: BBox = [minLon, minLat, maxLon, maxLat];
+  const centre: LonLat = [0, 0];
+  test.region = {
+    bbox,
+    cell(x0, y0, x1, y1) {
+      const inBox = againstBox(bbox, x0, y0, x1, y1);
+      if (inBox === false) return OUT;
+      // Near the poles cosines lose their precision and the box leaves the sphere's coordinates.
+      if (!(y0 > -POLAR_LAT && y1 < POLAR_LAT)) return EDGE;
+      centre[0] = (x0 + x1) / 2;
+      centre[1] = (y0 + y1) / 2;
+      const d = haversineMetres(lat, lon, cosLat, centre);
+      // Every point of the grown rectangle is within `reach` of its centre (hav d <= hav dLat + hav dLon),
+      // so its distance differs from the centre's by at most `reach` (triangle inequality on the sphere).
+      const a = Math.min(1, hav((y1 - y0) / 2 + MARGIN) + hav((x1 - x0) / 2 + MARGIN));
+      const reach = 2 * Math.asin(Math.sqrt(a)) * EARTH_RADIUS_M * 1.000001;
+      // The computed distances' rounding: relative, some 1e-13 of them away from the poles.
+      const slack = 0.01 + 1e-8 * (limit + reach);
+      if (d - reach - slack > limit) return OUT;
+      return d + reach + slack < limit && inBox === true ? IN : EDGE;
+    },
+  };
   return test;
 }
+
+const POLAR_LAT = 89;
+const hav = (deg: number): number => Math.sin(toRad(deg) / 2) ** 2;
