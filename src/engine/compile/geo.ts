@@ -146,11 +146,12 @@ export const EDGE = 2;
 export interface Region {
   readonly bbox: BBox;
   /**
-   * The point test's answer for every point of the rectangle [x0, x1] x [y0, y1] grown by MARGIN:
-   * IN or OUT only when it is certain (the same answer, to the last bit, as the test gives each of
-   * those points), EDGE otherwise.
+   * The point test's answer for each cell of an nx x ny grid of w x h degree cells from (lon0, lat0)
+   * (cell (i, j), at index i + j * nx, spans lon0 + i * w to lon0 + (i + 1) * w), each grown by
+   * MARGIN: IN or OUT only when it is certain (the same answer, to the last bit, as the test gives
+   * every point of the grown cell), EDGE otherwise.
    */
-  cell(x0: number, y0: number, x1: number, y1: number): number;
+  grid(lon0: number, lat0: number, w: number, h: number, nx: number, ny: number): Uint8Array;
 }
 
 /**
@@ -204,7 +205,7 @@ export function compilePolygon(value: unknown, property: string): PointTest {
   const test: PointTest = (p) =>
     p[0] >= minLon && p[0] <= maxLon && p[1] >= minLat && p[1] <= maxLat && inRing(lons, lats, p[0], p[1]);
   const bbox: BBox = [minLon, minLat, maxLon, maxLat];
-  test.region = { bbox, cell: (x0, y0, x1, y1) => polygonCell(bbox, lons, lats, x0, y0, x1, y1) };
+  test.region = { bbox, grid: (...g) => polygonGrid(bbox, lons, lats, ...g) };
   return test;
 }
 
@@ -212,43 +213,75 @@ export function compilePolygon(value: unknown, property: string): PointTest {
 const TINY = 1e-80;
 
 /**
- * A polygon's answer for a rectangle (see Region.cell): OUT outside its box; EDGE when an edge
- * comes within the grown rectangle, or when a vertex coordinate that is 0 or tiny falls in its span
- * (a point there may differ from the vertex by a subnormal amount, whose products robust orientation
- * does not compute exactly); otherwise the centre's answer. Away from both, every difference inRing
- * takes is 0 or at least about 1e-97, so its orientations are exact, and its answer is that of the
- * ring moved by the rounding of those differences (a few 1e-14 degrees), which the boundary-free
- * rectangle cannot tell from the ring's own: the same for every point of it.
+ * A polygon's answers for a grid (see Region.grid): EDGE where an edge comes within the grown cell,
+ * or where a vertex coordinate that is 0 or tiny falls in its span (a point there may differ from
+ * the vertex by a subnormal amount, whose products robust orientation does not compute exactly);
+ * elsewhere the centre's answer, OUT outside the box. Away from both, every difference inRing takes
+ * is 0 or at least about 1e-97, so its orientations are exact, and its answer is that of the ring
+ * moved by the rounding of those differences (a few 1e-14 degrees), which a boundary-free cell
+ * cannot tell from the ring's own: the same for every point of it. Two neighbouring cells of a row
+ * with no boundary overlap once grown and so share their answer: inRing runs once per such run.
  */
-function polygonCell(
+function polygonGrid(
   bbox: BBox,
   lons: Float64Array,
   lats: Float64Array,
-  x0: number,
-  y0: number,
-  x1: number,
-  y1: number,
-): number {
-  const inBox = againstBox(bbox, x0, y0, x1, y1);
-  if (inBox === false) return OUT;
-  const gx0 = x0 - MARGIN;
-  const gx1 = x1 + MARGIN;
-  const gy0 = y0 - MARGIN;
-  const gy1 = y1 + MARGIN;
-  const cx = (x0 + x1) / 2;
-  const cy = (y0 + y1) / 2;
-  // Every point of the grown rectangle is within `reach` of the centre (and a little slack).
-  const reach = ((gx1 - gx0) ** 2 + (gy1 - gy0) ** 2) * 0.250001;
+  lon0: number,
+  lat0: number,
+  w: number,
+  h: number,
+  nx: number,
+  ny: number,
+): Uint8Array {
+  const cells = new Uint8Array(nx * ny);
+  // Every point of a grown cell is within `reach` of its centre (squared, with a little slack).
+  const reach2 = ((w + 2 * MARGIN) ** 2 + (h + 2 * MARGIN) ** 2) * 0.250001;
+  const reach = Math.sqrt(reach2);
+  const col = (lon: number): number => Math.floor((lon - lon0) / w);
+  const row = (lat: number): number => Math.floor((lat - lat0) / h);
   for (let k = 0; k < lons.length; k++) {
-    const lon = lons[k]!;
-    const lat = lats[k]!;
-    if (Math.abs(lon) < TINY && lon >= gx0 && lon <= gx1) return EDGE;
-    if (Math.abs(lat) < TINY && lat >= gy0 && lat <= gy1) return EDGE;
-    if (k > 0 && segmentDistance2(cx, cy, lons[k - 1]!, lats[k - 1]!, lon, lat) <= reach) return EDGE;
+    const ax = lons[k]!;
+    const ay = lats[k]!;
+    // A tiny vertex coordinate: every cell whose grown span holds it (and one either side).
+    if (Math.abs(ax) < TINY) {
+      for (let i = Math.max(0, col(ax - MARGIN) - 1); i <= Math.min(nx - 1, col(ax + MARGIN) + 1); i++)
+        for (let j = 0; j < ny; j++) cells[i + j * nx] = EDGE;
+    }
+    if (Math.abs(ay) < TINY) {
+      for (let j = Math.max(0, row(ay - MARGIN) - 1); j <= Math.min(ny - 1, row(ay + MARGIN) + 1); j++)
+        for (let i = 0; i < nx; i++) cells[i + j * nx] = EDGE;
+    }
+    if (k === 0) continue;
+    const bx = lons[k - 1]!;
+    const by = lats[k - 1]!;
+    const i1 = Math.min(nx - 1, col(Math.max(ax, bx) + reach) + 1);
+    const j1 = Math.min(ny - 1, row(Math.max(ay, by) + reach) + 1);
+    for (let j = Math.max(0, row(Math.min(ay, by) - reach) - 1); j <= j1; j++) {
+      const cy = lat0 + (j + 0.5) * h;
+      for (let i = Math.max(0, col(Math.min(ax, bx) - reach) - 1); i <= i1; i++) {
+        if (segmentDistance2(lon0 + (i + 0.5) * w, cy, ax, ay, bx, by) <= reach2) cells[i + j * nx] = EDGE;
+      }
+    }
   }
-  if (!inRing(lons, lats, cx, cy)) return OUT;
-  // Inside the ring is inside its box; the check only keeps IN's promise independent of that argument.
-  return inBox === true ? IN : EDGE;
+  for (let j = 0; j < ny; j++) {
+    const y0 = lat0 + j * h;
+    const y1 = lat0 + (j + 1) * h;
+    let answer = -1;
+    for (let i = 0; i < nx; i++) {
+      const c = i + j * nx;
+      if (cells[c] === EDGE) {
+        answer = -1;
+        continue;
+      }
+      const x0 = lon0 + i * w;
+      const x1 = lon0 + (i + 1) * w;
+      const inBox = againstBox(bbox, x0, y0, x1, y1);
+      if (answer < 0 && inBox !== false) answer = inRing(lons, lats, (x0 + x1) / 2, (y0 + y1) / 2) ? IN : OUT;
+      // Inside the ring is inside its box; the check only keeps IN's promise independent of that argument.
+      cells[c] = inBox === false ? OUT : answer === IN && inBox !== true ? EDGE : answer;
+    }
+  }
+  return cells;
 }
 
 /** Squared distance from (px, py) to the segment (ax, ay)-(bx, by). */
@@ -341,25 +374,37 @@ export function compilePoi(value: unknown, property: string): PointTest {
     p[0] <= maxLon &&
     haversineMetres(lat, lon, cosLat, p) <= limit;
   const bbox: BBox = [minLon, minLat, maxLon, maxLat];
-  const centre: LonLat = [0, 0];
   test.region = {
     bbox,
-    cell(x0, y0, x1, y1) {
-      const inBox = againstBox(bbox, x0, y0, x1, y1);
-      if (inBox === false) return OUT;
-      // Near the poles cosines lose their precision and the box leaves the sphere's coordinates.
-      if (!(y0 > -POLAR_LAT && y1 < POLAR_LAT)) return EDGE;
-      centre[0] = (x0 + x1) / 2;
-      centre[1] = (y0 + y1) / 2;
-      const d = haversineMetres(lat, lon, cosLat, centre);
-      // Every point of the grown rectangle is within `reach` of its centre (hav d <= hav dLat + hav dLon),
-      // so its distance differs from the centre's by at most `reach` (triangle inequality on the sphere).
-      const a = Math.min(1, hav((y1 - y0) / 2 + MARGIN) + hav((x1 - x0) / 2 + MARGIN));
+    grid(lon0, lat0, w, h, nx, ny) {
+      // Every point of a grown cell is within `reach` of its centre (hav d <= hav dLat + hav dLon), so
+      // its distance differs from the centre's by at most `reach` (triangle inequality on the sphere).
+      const a = Math.min(1, hav(h / 2 + MARGIN) + hav(w / 2 + MARGIN));
       const reach = 2 * Math.asin(Math.sqrt(a)) * EARTH_RADIUS_M * 1.000001;
       // The computed distances' rounding: relative, some 1e-13 of them away from the poles.
       const slack = 0.01 + 1e-8 * (limit + reach);
-      if (d - reach - slack > limit) return OUT;
-      return d + reach + slack < limit && inBox === true ? IN : EDGE;
+      const centre: LonLat = [0, 0];
+      const cells = new Uint8Array(nx * ny);
+      for (let j = 0; j < ny; j++) {
+        const y0 = lat0 + j * h;
+        const y1 = lat0 + (j + 1) * h;
+        for (let i = 0; i < nx; i++) {
+          const x0 = lon0 + i * w;
+          const x1 = lon0 + (i + 1) * w;
+          const inBox = againstBox(bbox, x0, y0, x1, y1);
+          let answer = OUT;
+          // Near the poles cosines lose their precision and the box leaves the sphere's coordinates.
+          if (inBox !== false && !(y0 > -POLAR_LAT && y1 < POLAR_LAT)) answer = EDGE;
+          else if (inBox !== false) {
+            centre[0] = (x0 + x1) / 2;
+            centre[1] = (y0 + y1) / 2;
+            const d = haversineMetres(lat, lon, cosLat, centre);
+            if (d - reach - slack <= limit) answer = d + reach + slack < limit && inBox === true ? IN : EDGE;
+          }
+          cells[i + j * nx] = answer;
+        }
+      }
+      return cells;
     },
   };
   return test;

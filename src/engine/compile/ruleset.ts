@@ -144,59 +144,58 @@ class GeoGrid {
     regionOf: (r: CompiledRule) => Region,
     outright: (r: CompiledRule) => boolean,
   ) {
-    const lists: number[][] = [];
+    // (list, entry) pairs in rule order, then laid out list by list (a stable counting sort).
+    const pairLists: number[] = [];
+    const pairEntries: number[] = [];
     let wide = false;
     const slotOf = (key: number): number => {
       let s = this.slots.get(key);
-      if (s === undefined) {
-        this.slots.set(key, (s = this.slots.size));
-        for (let l = 0; l < LISTS; l++) lists.push([]);
-      }
+      if (s === undefined) this.slots.set(key, (s = this.slots.size));
       return s;
     };
-    const add = (list: number, i: number, answer: number, r: CompiledRule): void => {
-      if (answer !== OUT) lists[list]!.push(i * 2 + (answer === IN && outright(r) ? 1 : 0));
-    };
     rules.forEach((r, i) => {
+      const matchIn = outright(r) ? 1 : 0;
+      const add = (list: number, answer: number): void => {
+        pairLists.push(list);
+        pairEntries.push(i * 2 + (answer === IN ? matchIn : 0));
+      };
       const region = regionOf(r);
       const [minLon, minLat, maxLon, maxLat] = region.bbox;
       const x0 = cellX(minLon);
       const x1 = cellX(maxLon);
       const y0 = cellY(minLat);
       const y1 = cellY(maxLat);
-      const span = (x1 - x0 + 1) * (y1 - y0 + 1);
-      for (let x = x0; x <= x1; x++) {
-        for (let y = y0; y <= y1; y++) {
-          const lon0 = x * CELL - 180;
-          const lat0 = y * CELL - 90;
-          if (span > FINE_SPAN) {
-            const answer = region.cell(lon0, lat0, (x + 1) * CELL - 180, (y + 1) * CELL - 90);
-            if (answer !== OUT) add(slotOf(cellKey(x, y)) * LISTS, i, answer, r);
-            wide = true;
-            continue;
+      const nx = x1 - x0 + 1;
+      const ny = y1 - y0 + 1;
+      if (nx * ny > FINE_SPAN) {
+        const cells = region.grid(x0 * CELL - 180, y0 * CELL - 90, CELL, CELL, nx, ny);
+        for (let y = 0; y < ny; y++)
+          for (let x = 0; x < nx; x++) {
+            const answer = cells[x + y * nx]!;
+            if (answer !== OUT) add(slotOf(cellKey(x0 + x, y0 + y)) * LISTS, answer);
           }
-          for (let sy = 0; sy < SUB; sy++) {
-            for (let sx = 0; sx < SUB; sx++) {
-              const answer = region.cell(
-                (x + sx / SUB) * CELL - 180,
-                (y + sy / SUB) * CELL - 90,
-                (x + (sx + 1) / SUB) * CELL - 180,
-                (y + (sy + 1) / SUB) * CELL - 90,
-              );
-              if (answer !== OUT) add(slotOf(cellKey(x, y)) * LISTS + 1 + sx + sy * SUB, i, answer, r);
-            }
-          }
-        }
+        wide = true;
+        return;
       }
+      const cells = region.grid(x0 * CELL - 180, y0 * CELL - 90, CELL / SUB, CELL / SUB, nx * SUB, ny * SUB);
+      for (let y = 0; y < ny; y++)
+        for (let x = 0; x < nx; x++) {
+          let base = -1;
+          for (let sy = 0; sy < SUB; sy++)
+            for (let sx = 0; sx < SUB; sx++) {
+              const answer = cells[x * SUB + sx + (y * SUB + sy) * nx * SUB]!;
+              if (answer === OUT) continue;
+              if (base < 0) base = slotOf(cellKey(x0 + x, y0 + y)) * LISTS;
+              add(base + 1 + sx + sy * SUB, answer);
+            }
+        }
     });
-    this.start = new Int32Array(lists.length + 1);
-    let n = 0;
-    for (let l = 0; l < lists.length; l++) {
-      this.start[l] = n;
-      n += lists[l]!.length;
-    }
-    this.start[lists.length] = n;
-    this.entries = Int32Array.from(lists.flat());
+    const start = (this.start = new Int32Array(this.slots.size * LISTS + 1));
+    for (const l of pairLists) start[l + 1]!++;
+    for (let l = 1; l < start.length; l++) start[l]! += start[l - 1]!;
+    const next = start.slice(0, -1);
+    this.entries = new Int32Array(pairEntries.length);
+    for (let k = 0; k < pairLists.length; k++) this.entries[next[pairLists[k]!]!++] = pairEntries[k]!;
     this.size = this.slots.size;
     this.wide = wide;
     const keys = [...this.slots.keys()];
@@ -208,7 +207,7 @@ class GeoGrid {
     this.ny = Math.max(...ys) - this.y0 + 1;
     if (keys.length > 0 && this.nx * this.ny <= DENSE_MAX) {
       this.table = new Int32Array(this.nx * this.ny).fill(-1);
-      for (const [key, slot] of this.slots) this.table[(xs[slot]! - this.x0) * this.ny + ys[slot]! - this.y0] = slot;
+      for (const slot of this.slots.values()) this.table[(xs[slot]! - this.x0) * this.ny + ys[slot]! - this.y0] = slot;
     }
   }
 
