@@ -131,7 +131,8 @@ export function compileRule(rule: Rule, options: CompileOptions = {}): CompiledR
     rest: all(expressions.filter((e) => e !== indexed).map((e) => e.test)),
     area: indexed ? undefined : expressions.find((e) => e.area !== undefined)?.area,
     areaOnly:
-      expressions.length === 1 && (expressions[0]!.item.operator === "inside" || expressions[0]!.item.operator === "insidePoi"),
+      expressions.length === 1 &&
+      (expressions[0]!.item.operator === "inside" || expressions[0]!.item.operator === "insidePoi"),
     prevArea: indexed ? undefined : expressions.find((e) => e.prevArea !== undefined)?.prevArea,
     concerns: concernsTest(rule.expression),
   };

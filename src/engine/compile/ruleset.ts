@@ -138,11 +138,13 @@ class GeoGrid {
     return (cellX(maxLon) - cellX(minLon) + 1) * (cellY(maxLat) - cellY(minLat) + 1) <= MAX_CELLS;
   }
 
-  /** Places `rules` (each of which `fits`) by `regionOf`; `outright` tells a rule that is only its region. */
+  /**
+   * Places `rules` (each of which `fits`) by their `area`, or with `prev` by their `prevArea` (leave
+   * rules, found by the previous position, never match outright: the position must be outside too).
+   */
   constructor(
     private readonly rules: readonly CompiledRule[],
-    regionOf: (r: CompiledRule) => Region,
-    outright: (r: CompiledRule) => boolean,
+    prev: boolean,
   ) {
     // (list, entry) pairs in rule order, then laid out list by list (a stable counting sort).
     const pairLists: number[] = [];
@@ -154,12 +156,12 @@ class GeoGrid {
       return s;
     };
     rules.forEach((r, i) => {
-      const matchIn = outright(r) ? 1 : 0;
+      const matchIn = !prev && r.areaOnly ? 1 : 0;
       const add = (list: number, answer: number): void => {
         pairLists.push(list);
         pairEntries.push(i * 2 + (answer === IN ? matchIn : 0));
       };
-      const region = regionOf(r);
+      const region = prev ? r.prevArea! : r.area!;
       const [minLon, minLat, maxLon, maxLat] = region.bbox;
       const x0 = cellX(minLon);
       const x1 = cellX(maxLon);
@@ -310,23 +312,8 @@ export class RuleSet {
         else byResource.set(r.index.resource, [r]);
       }
     }
-    this.grid =
-      placed.length === 0
-        ? undefined
-        : new GeoGrid(
-            placed,
-            (r) => r.area!,
-            (r) => r.areaOnly,
-          );
-    // A leave rule never matches outright: the current position must be outside too.
-    this.prevGrid =
-      prevPlaced.length === 0
-        ? undefined
-        : new GeoGrid(
-            prevPlaced,
-            (r) => r.prevArea!,
-            () => false,
-          );
+    this.grid = placed.length === 0 ? undefined : new GeoGrid(placed, false);
+    this.prevGrid = prevPlaced.length === 0 ? undefined : new GeoGrid(prevPlaced, true);
     this.indexes = [...byResource].map(([resource, list]) => new ResourceIndex(resource, list));
     this.scan = scan;
     const distinct = new Map<Test, number>();
