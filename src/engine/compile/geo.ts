@@ -132,10 +132,41 @@ function decodeGeohash(hash: string, out: LonLat): boolean {
 }
 
 /** A point test prepared once: a bounding box first, the exact test only inside it. */
-export type PointTest = ((p: LonLat) => boolean) & { bbox?: BBox };
+export type PointTest = ((p: LonLat) => boolean) & { region?: Region };
 
 /** `[minLon, minLat, maxLon, maxLat]`: the area outside which a point test is false. */
 export type BBox = [number, number, number, number];
+
+/** What a point test answers for every point of a rectangle: OUT (false), IN (true), or EDGE (it depends). */
+export const OUT = 0;
+export const IN = 1;
+export const EDGE = 2;
+
+/** A point test's geometry, for the spatial index of a rule set. */
+export interface Region {
+  readonly bbox: BBox;
+  /**
+   * The point test's answer for each cell of an nx x ny grid of w x h degree cells from (lon0, lat0)
+   * (cell (i, j), at index i + j * nx, spans lon0 + i * w to lon0 + (i + 1) * w), each grown by
+   * MARGIN: IN or OUT only when it is certain (the same answer, to the last bit, as the test gives
+   * every point of the grown cell), EDGE otherwise.
+   */
+  grid(lon0: number, lat0: number, w: number, h: number, nx: number, ny: number): Uint8Array;
+}
+
+/**
+ * Degrees a rectangle is grown by before a region classifies it (about 0.1 mm): far beyond the
+ * rounding of the coordinates a caller derives a rectangle from, and beyond the rounding of the
+ * precise tests themselves.
+ */
+const MARGIN = 1e-9;
+
+/** Whether the rectangle grown by MARGIN lies wholly inside `b` (true) or wholly outside it (false), or neither (undefined). */
+function againstBox(b: BBox, x0: number, y0: number, x1: number, y1: number): boolean | undefined {
+  if (x1 + MARGIN < b[0] || x0 - MARGIN > b[2] || y1 + MARGIN < b[1] || y0 - MARGIN > b[3]) return false;
+  if (x0 - MARGIN >= b[0] && x1 + MARGIN <= b[2] && y0 - MARGIN >= b[1] && y1 + MARGIN <= b[3]) return true;
+  return undefined;
+}
 
 export const MAX_POLYGON_POINTS = 25;
 
@@ -173,8 +204,96 @@ export function compilePolygon(value: unknown, property: string): PointTest {
   const lats = Float64Array.from(ring, (p) => p[1]);
   const test: PointTest = (p) =>
     p[0] >= minLon && p[0] <= maxLon && p[1] >= minLat && p[1] <= maxLat && inRing(lons, lats, p[0], p[1]);
-  test.bbox = [minLon, minLat, maxLon, maxLat];
+  const bbox: BBox = [minLon, minLat, maxLon, maxLat];
+  test.region = { bbox, grid: (...g) => polygonGrid(bbox, lons, lats, ...g) };
   return test;
+}
+
+/** Below this (and not 0) a vertex coordinate may differ from a point's by a subnormal amount. */
+const TINY = 1e-80;
+
+/**
+ * A polygon's answers for a grid (see Region.grid): EDGE where an edge comes within the grown cell,
+ * or where a vertex coordinate that is 0 or tiny falls in its span (a point there may differ from
+ * the vertex by a subnormal amount, whose products robust orientation does not compute exactly);
+ * elsewhere the centre's answer, OUT outside the box. Away from both, every difference inRing takes
+ * is 0 or at least about 1e-97, so its orientations are exact, and its answer is that of the ring
+ * moved by the rounding of those differences (a few 1e-14 degrees), which a boundary-free cell
+ * cannot tell from the ring's own: the same for every point of it. Two neighbouring cells of a row
+ * with no boundary overlap once grown and so share their answer: inRing runs once per such run.
+ */
+function polygonGrid(
+  bbox: BBox,
+  lons: Float64Array,
+  lats: Float64Array,
+  lon0: number,
+  lat0: number,
+  w: number,
+  h: number,
+  nx: number,
+  ny: number,
+): Uint8Array {
+  const cells = new Uint8Array(nx * ny);
+  // Every point of a grown cell is within `reach` of its centre (squared, with a little slack).
+  const reach2 = ((w + 2 * MARGIN) ** 2 + (h + 2 * MARGIN) ** 2) * 0.250001;
+  const reach = Math.sqrt(reach2);
+  const col = (lon: number): number => Math.floor((lon - lon0) / w);
+  const row = (lat: number): number => Math.floor((lat - lat0) / h);
+  for (let k = 0; k < lons.length; k++) {
+    const ax = lons[k]!;
+    const ay = lats[k]!;
+    // A tiny vertex coordinate: every cell whose grown span holds it (and one either side).
+    if (Math.abs(ax) < TINY) {
+      for (let i = Math.max(0, col(ax - MARGIN) - 1); i <= Math.min(nx - 1, col(ax + MARGIN) + 1); i++)
+        for (let j = 0; j < ny; j++) cells[i + j * nx] = EDGE;
+    }
+    if (Math.abs(ay) < TINY) {
+      for (let j = Math.max(0, row(ay - MARGIN) - 1); j <= Math.min(ny - 1, row(ay + MARGIN) + 1); j++)
+        for (let i = 0; i < nx; i++) cells[i + j * nx] = EDGE;
+    }
+    if (k === 0) continue;
+    const bx = lons[k - 1]!;
+    const by = lats[k - 1]!;
+    const i1 = Math.min(nx - 1, col(Math.max(ax, bx) + reach) + 1);
+    const j1 = Math.min(ny - 1, row(Math.max(ay, by) + reach) + 1);
+    for (let j = Math.max(0, row(Math.min(ay, by) - reach) - 1); j <= j1; j++) {
+      const cy = lat0 + (j + 0.5) * h;
+      for (let i = Math.max(0, col(Math.min(ax, bx) - reach) - 1); i <= i1; i++) {
+        if (segmentDistance2(lon0 + (i + 0.5) * w, cy, ax, ay, bx, by) <= reach2) cells[i + j * nx] = EDGE;
+      }
+    }
+  }
+  for (let j = 0; j < ny; j++) {
+    const y0 = lat0 + j * h;
+    const y1 = lat0 + (j + 1) * h;
+    let answer = -1;
+    for (let i = 0; i < nx; i++) {
+      const c = i + j * nx;
+      if (cells[c] === EDGE) {
+        answer = -1;
+        continue;
+      }
+      const x0 = lon0 + i * w;
+      const x1 = lon0 + (i + 1) * w;
+      const inBox = againstBox(bbox, x0, y0, x1, y1);
+      if (answer < 0 && inBox !== false) answer = inRing(lons, lats, (x0 + x1) / 2, (y0 + y1) / 2) ? IN : OUT;
+      // Inside the ring is inside its box; the check only keeps IN's promise independent of that argument.
+      cells[c] = inBox === false ? OUT : answer === IN && inBox !== true ? EDGE : answer;
+    }
+  }
+  return cells;
+}
+
+/** Squared distance from (px, py) to the segment (ax, ay)-(bx, by). */
+function segmentDistance2(px: number, py: number, ax: number, ay: number, bx: number, by: number): number {
+  const dx = bx - ax;
+  const dy = by - ay;
+  const len2 = dx * dx + dy * dy;
+  let t = len2 > 0 ? ((px - ax) * dx + (py - ay) * dy) / len2 : 0;
+  t = t < 0 ? 0 : t > 1 ? 1 : t;
+  const ex = px - (ax + t * dx);
+  const ey = py - (ay + t * dy);
+  return ex * ex + ey * ey;
 }
 
 /**
@@ -254,6 +373,42 @@ export function compilePoi(value: unknown, property: string): PointTest {
     p[0] >= minLon &&
     p[0] <= maxLon &&
     haversineMetres(lat, lon, cosLat, p) <= limit;
-  test.bbox = [minLon, minLat, maxLon, maxLat];
+  const bbox: BBox = [minLon, minLat, maxLon, maxLat];
+  test.region = {
+    bbox,
+    grid(lon0, lat0, w, h, nx, ny) {
+      // Every point of a grown cell is within `reach` of its centre (hav d <= hav dLat + hav dLon), so
+      // its distance differs from the centre's by at most `reach` (triangle inequality on the sphere).
+      const a = Math.min(1, hav(h / 2 + MARGIN) + hav(w / 2 + MARGIN));
+      const reach = 2 * Math.asin(Math.sqrt(a)) * EARTH_RADIUS_M * 1.000001;
+      // The computed distances' rounding: relative, some 1e-13 of them away from the poles.
+      const slack = 0.01 + 1e-8 * (limit + reach);
+      const centre: LonLat = [0, 0];
+      const cells = new Uint8Array(nx * ny);
+      for (let j = 0; j < ny; j++) {
+        const y0 = lat0 + j * h;
+        const y1 = lat0 + (j + 1) * h;
+        for (let i = 0; i < nx; i++) {
+          const x0 = lon0 + i * w;
+          const x1 = lon0 + (i + 1) * w;
+          const inBox = againstBox(bbox, x0, y0, x1, y1);
+          let answer = OUT;
+          // Near the poles cosines lose their precision and the box leaves the sphere's coordinates.
+          if (inBox !== false && !(y0 > -POLAR_LAT && y1 < POLAR_LAT)) answer = EDGE;
+          else if (inBox !== false) {
+            centre[0] = (x0 + x1) / 2;
+            centre[1] = (y0 + y1) / 2;
+            const d = haversineMetres(lat, lon, cosLat, centre);
+            if (d - reach - slack <= limit) answer = d + reach + slack < limit && inBox === true ? IN : EDGE;
+          }
+          cells[i + j * nx] = answer;
+        }
+      }
+      return cells;
+    },
+  };
   return test;
 }
+
+const POLAR_LAT = 89;
+const hav = (deg: number): number => Math.sin(toRad(deg) / 2) ** 2;

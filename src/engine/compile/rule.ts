@@ -9,7 +9,7 @@ import {
   type ExpressionMode,
   type ValueFn,
 } from "./expression.js";
-import { compilePoi, compilePolygon, type BBox, type PointTest } from "./geo.js";
+import { compilePoi, compilePolygon, type PointTest, type Region } from "./geo.js";
 
 /** One prepared condition: reads the context, decides, allocates nothing. */
 export type Test = (ctx: EvalContext) => boolean;
@@ -29,10 +29,10 @@ export interface CompiledExpression {
   /** Rough cost, so that cheap conditions run first: the conjunction's answer does not depend on order. */
   cost: number;
   index: IndexKey | undefined;
-  /** Set when the observation's position must lie in this box (inside, insidePoi, enter, enterPoi). */
-  area?: BBox | undefined;
-  /** Set when the thing's previous position must lie in this box (leave, leavePoi). */
-  prevArea?: BBox | undefined;
+  /** Set when the observation's position must lie in this region (inside, insidePoi, enter, enterPoi). */
+  area?: Region | undefined;
+  /** Set when the thing's previous position must lie in this region (leave, leavePoi). */
+  prevArea?: Region | undefined;
 }
 
 export interface CompiledRule {
@@ -56,10 +56,15 @@ export interface CompiledRule {
   /** The indexed expression, when there is one; `rest` is then every other expression. */
   readonly index: IndexKey | undefined;
   readonly rest: Test;
-  /** Without a constant index: the box the observation's position must lie in, for the spatial grid. */
-  readonly area: BBox | undefined;
-  /** Without a constant index or `area`: the box the previous position must lie in (leave), for a second grid. */
-  readonly prevArea: BBox | undefined;
+  /** Without a constant index: the region the observation's position must lie in, for the spatial grid. */
+  readonly area: Region | undefined;
+  /**
+   * Whether `test` is exactly "the observation's position lies in `area`" (one inside or insidePoi
+   * item): where the region answers IN for certain, the rule matches without running its test.
+   */
+  readonly areaOnly: boolean;
+  /** Without a constant index or `area`: the region the previous position must lie in (leave), for a second grid. */
+  readonly prevArea: Region | undefined;
   /**
    * Whether an observation carries at least one resource the rule's items name (`latlng` for the
    * geofence operators, `<type>.<resource>` in a nested object of that type): only such an
@@ -125,6 +130,9 @@ export function compileRule(rule: Rule, options: CompileOptions = {}): CompiledR
     index: indexed?.index,
     rest: all(expressions.filter((e) => e !== indexed).map((e) => e.test)),
     area: indexed ? undefined : expressions.find((e) => e.area !== undefined)?.area,
+    areaOnly:
+      expressions.length === 1 &&
+      (expressions[0]!.item.operator === "inside" || expressions[0]!.item.operator === "insidePoi"),
     prevArea: indexed ? undefined : expressions.find((e) => e.prevArea !== undefined)?.prevArea,
     concerns: concernsTest(rule.expression),
   };
@@ -238,8 +246,8 @@ function geoExpression(
     default:
       test = (ctx) => ctx.hasCur && ctx.hasPrev && !pt(ctx.cur) && pt(ctx.prev);
   }
-  const area = op === "inside" || op === "insidePoi" || op === "enter" || op === "enterPoi" ? pt.bbox : undefined;
-  const prevArea = op === "leave" || op === "leavePoi" ? pt.bbox : undefined;
+  const area = op === "inside" || op === "insidePoi" || op === "enter" || op === "enterPoi" ? pt.region : undefined;
+  const prevArea = op === "leave" || op === "leavePoi" ? pt.region : undefined;
   return { item, test, cost, index: undefined, area, prevArea };
 }
 

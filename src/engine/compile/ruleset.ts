@@ -1,5 +1,5 @@
 import type { EvalContext } from "./context.js";
-import type { BBox } from "./geo.js";
+import { IN, OUT, type Region } from "./geo.js";
 import type { CompiledRule, IndexOp, Test } from "./rule.js";
 
 /** First index in [lo, hi) whose value is >= v (strict: > v). */
@@ -88,19 +88,185 @@ function matchAll(list: readonly CompiledRule[] | undefined, ctx: EvalContext, o
   return n;
 }
 
-/**
- * The rules of one thing type (or of one thing), arranged so that an
- * observation meets only rules that can match it: rules comparing one of the
- * thing's resources with a constant sit in sorted arrays and are found by
- * binary search on the observed value; the others are scanned.
- */
 /** Grid cells of 0.1 degree; a rule whose box spans more cells than this is scanned instead. */
 const CELL = 0.1;
 const MAX_CELLS = 400;
 const cellKey = (ix: number, iy: number): number => ix * 4096 + iy;
 const cellX = (lon: number): number => Math.floor((lon + 180) / CELL);
 const cellY = (lat: number): number => Math.floor((lat + 90) / CELL);
+/** Subcells per side of a cell (a power of two: a subcell index is exact). */
+const SUB = 8;
+/** A rule whose box spans at most this many cells is placed by subcell; a larger one by cell (bounded memory). */
+const FINE_SPAN = 16;
+/** At most this many cells in a dense slot table (64 KiB). */
+const DENSE_MAX = 16_384;
+/** Lists per used cell: one for the rules placed by cell, then one per subcell. */
+const LISTS = 1 + SUB * SUB;
 
+/**
+ * Geofence rules by where a position can satisfy them: a sparse grid of 0.1-degree cells, each
+ * cut into 8 x 8 subcells. Each rule is listed only where its region does not answer OUT for
+ * certain, and marked to match outright where it answers IN for certain and the region is all the
+ * rule asks (`areaOnly`): most positions then resolve by reading a list, and only those near a
+ * boundary run the precise test. A rule spanning more than FINE_SPAN cells is listed per cell (at
+ * most MAX_CELLS of them), so a rule costs at most FINE_SPAN x 64 entries. Lists are in rule order,
+ * and so are the matches.
+ */
+class GeoGrid {
+  /** Each used cell's slot, by cellKey. */
+  private readonly slots = new Map<number, number>();
+  /**
+   * The same as a dense table over the used cells' range (-1: unused), when that range has at most
+   * DENSE_MAX cells (rules of one city or region): an index instead of a hash lookup.
+   */
+  private readonly table: Int32Array | undefined;
+  private readonly x0: number = 0;
+  private readonly y0: number = 0;
+  private readonly nx: number = 0;
+  private readonly ny: number = 0;
+  /** Whether some rule is placed per cell: else every slot's first list is empty. */
+  private readonly wide: boolean;
+  /** List L of slot s is entries[start[s * LISTS + L] .. start[s * LISTS + L + 1]). */
+  private readonly start: Int32Array;
+  /** Rule index * 2, plus 1 when the rule matches outright there. */
+  private readonly entries: Int32Array;
+  readonly size: number;
+
+  /** Whether a rule of `region` can be placed: its box spans at most MAX_CELLS cells. */
+  static fits(region: Region): boolean {
+    const [minLon, minLat, maxLon, maxLat] = region.bbox;
+    return (cellX(maxLon) - cellX(minLon) + 1) * (cellY(maxLat) - cellY(minLat) + 1) <= MAX_CELLS;
+  }
+
+  /**
+   * Places `rules` (each of which `fits`) by their `area`, or with `prev` by their `prevArea` (leave
+   * rules, found by the previous position, never match outright: the position must be outside too).
+   */
+  constructor(
+    private readonly rules: readonly CompiledRule[],
+    prev: boolean,
+  ) {
+    // (list, entry) pairs in rule order, then laid out list by list (a stable counting sort).
+    const pairLists: number[] = [];
+    const pairEntries: number[] = [];
+    let wide = false;
+    const slotOf = (key: number): number => {
+      let s = this.slots.get(key);
+      if (s === undefined) this.slots.set(key, (s = this.slots.size));
+      return s;
+    };
+    rules.forEach((r, i) => {
+      const matchIn = !prev && r.areaOnly ? 1 : 0;
+      const add = (list: number, answer: number): void => {
+        pairLists.push(list);
+        pairEntries.push(i * 2 + (answer === IN ? matchIn : 0));
+      };
+      const region = prev ? r.prevArea! : r.area!;
+      const [minLon, minLat, maxLon, maxLat] = region.bbox;
+      const x0 = cellX(minLon);
+      const x1 = cellX(maxLon);
+      const y0 = cellY(minLat);
+      const y1 = cellY(maxLat);
+      const nx = x1 - x0 + 1;
+      const ny = y1 - y0 + 1;
+      if (nx * ny > FINE_SPAN) {
+        const cells = region.grid(x0 * CELL - 180, y0 * CELL - 90, CELL, CELL, nx, ny);
+        for (let y = 0; y < ny; y++)
+          for (let x = 0; x < nx; x++) {
+            const answer = cells[x + y * nx]!;
+            if (answer !== OUT) add(slotOf(cellKey(x0 + x, y0 + y)) * LISTS, answer);
+          }
+        wide = true;
+        return;
+      }
+      const cells = region.grid(x0 * CELL - 180, y0 * CELL - 90, CELL / SUB, CELL / SUB, nx * SUB, ny * SUB);
+      for (let y = 0; y < ny; y++)
+        for (let x = 0; x < nx; x++) {
+          let base = -1;
+          for (let sy = 0; sy < SUB; sy++)
+            for (let sx = 0; sx < SUB; sx++) {
+              const answer = cells[x * SUB + sx + (y * SUB + sy) * nx * SUB]!;
+              if (answer === OUT) continue;
+              if (base < 0) base = slotOf(cellKey(x0 + x, y0 + y)) * LISTS;
+              add(base + 1 + sx + sy * SUB, answer);
+            }
+        }
+    });
+    const start = (this.start = new Int32Array(this.slots.size * LISTS + 1));
+    for (const l of pairLists) start[l + 1]!++;
+    for (let l = 1; l < start.length; l++) start[l]! += start[l - 1]!;
+    const next = start.slice(0, -1);
+    this.entries = new Int32Array(pairEntries.length);
+    for (let k = 0; k < pairLists.length; k++) this.entries[next[pairLists[k]!]!++] = pairEntries[k]!;
+    this.size = this.slots.size;
+    this.wide = wide;
+    const keys = [...this.slots.keys()];
+    const xs = keys.map((k) => Math.floor(k / 4096));
+    const ys = keys.map((k) => k % 4096);
+    this.x0 = Math.min(...xs);
+    this.y0 = Math.min(...ys);
+    this.nx = Math.max(...xs) - this.x0 + 1;
+    this.ny = Math.max(...ys) - this.y0 + 1;
+    if (keys.length > 0 && this.nx * this.ny <= DENSE_MAX) {
+      this.table = new Int32Array(this.nx * this.ny).fill(-1);
+      for (const slot of this.slots.values()) this.table[(xs[slot]! - this.x0) * this.ny + ys[slot]! - this.y0] = slot;
+    }
+  }
+
+  /** The listed rules that match at (lon, lat) into `out` from `n`; returns the new count. */
+  matches(lon: number, lat: number, ctx: EvalContext, out: CompiledRule[], n: number): number {
+    const u = (lon + 180) / CELL;
+    const v = (lat + 90) / CELL;
+    const ix = Math.floor(u);
+    const iy = Math.floor(v);
+    let slot: number;
+    const table = this.table;
+    if (table !== undefined) {
+      const dx = ix - this.x0;
+      const dy = iy - this.y0;
+      if (dx < 0 || dx >= this.nx || dy < 0 || dy >= this.ny) return n;
+      slot = table[dx * this.ny + dy]!;
+      if (slot < 0) return n;
+    } else {
+      const s = this.slots.get(cellKey(ix, iy));
+      if (s === undefined) return n;
+      slot = s;
+    }
+    const start = this.start;
+    const entries = this.entries;
+    const rules = this.rules;
+    const base = slot * LISTS;
+    // u - ix is exact and below 1, and SUB a power of two: the subcell index is below SUB.
+    const list = base + 1 + (((u - ix) * SUB) | 0) + (((v - iy) * SUB) | 0) * SUB;
+    let b = start[list]!;
+    const bEnd = start[list + 1]!;
+    if (!this.wide) {
+      for (; b < bEnd; b++) {
+        const e = entries[b]!;
+        const r = rules[e >> 1]!;
+        if ((e & 1) === 1 || r.test(ctx)) out[n++] = r;
+      }
+      return n;
+    }
+    let a = start[base]!;
+    const aEnd = start[base + 1]!;
+    // The two lists merged by rule index: matches come in rule order.
+    while (a < aEnd || b < bEnd) {
+      const e = b >= bEnd || (a < aEnd && entries[a]! < entries[b]!) ? entries[a++]! : entries[b++]!;
+      const r = rules[e >> 1]!;
+      if ((e & 1) === 1 || r.test(ctx)) out[n++] = r;
+    }
+    return n;
+  }
+}
+
+/**
+ * The rules of one thing type (or of one thing), arranged so that an
+ * observation meets only rules that can match it: rules comparing one of the
+ * thing's resources with a constant sit in sorted arrays and are found by
+ * binary search on the observed value; geofence rules sit in a spatial grid
+ * (GeoGrid); the others are scanned.
+ */
 export class RuleSet {
   private readonly indexes: readonly ResourceIndex[];
   private readonly scan: readonly CompiledRule[];
@@ -115,21 +281,29 @@ export class RuleSet {
   private readonly scanTestOf: Int32Array;
   /** Each distinct test's answer for the current observation, reused. */
   private readonly scanHits: Uint8Array;
-  /** Geofence rules by the grid cells their box covers: a position meets only the rules of its cell. */
-  private readonly grid = new Map<number, CompiledRule[]>();
-  /** leave/leavePoi rules by the cells of their box, looked up with the previous position. */
-  private readonly prevGrid = new Map<number, CompiledRule[]>();
+  /** Geofence rules by where the position can satisfy them: a position meets only the rules of its subcell. */
+  private readonly grid: GeoGrid | undefined;
+  /** leave/leavePoi rules by where the previous position can satisfy them, looked up with the previous position. */
+  private readonly prevGrid: GeoGrid | undefined;
   readonly size: number;
 
   /** `indexed` false scans every rule: the benchmark's "before". */
   constructor(rules: readonly CompiledRule[], indexed = true) {
     const byResource = new Map<string, CompiledRule[]>();
     const scan: CompiledRule[] = [];
+    const placed: CompiledRule[] = [];
+    const prevPlaced: CompiledRule[] = [];
     for (const r of rules) {
-      if (indexed && r.index === undefined && r.area !== undefined && this.place(this.grid, r.area, r)) continue;
+      if (indexed && r.index === undefined && r.area !== undefined && GeoGrid.fits(r.area)) {
+        placed.push(r);
+        continue;
+      }
       // leave: the previous position must have been inside, so the previous position's cell finds it.
       if (indexed && r.index === undefined && r.area === undefined && r.prevArea !== undefined) {
-        if (this.place(this.prevGrid, r.prevArea, r)) continue;
+        if (GeoGrid.fits(r.prevArea)) {
+          prevPlaced.push(r);
+          continue;
+        }
       }
       if (r.index === undefined || !indexed) scan.push(r);
       else {
@@ -138,6 +312,8 @@ export class RuleSet {
         else byResource.set(r.index.resource, [r]);
       }
     }
+    this.grid = placed.length === 0 ? undefined : new GeoGrid(placed, false);
+    this.prevGrid = prevPlaced.length === 0 ? undefined : new GeoGrid(prevPlaced, true);
     this.indexes = [...byResource].map(([resource, list]) => new ResourceIndex(resource, list));
     this.scan = scan;
     const distinct = new Map<Test, number>();
@@ -149,24 +325,6 @@ export class RuleSet {
     this.scanTests = distinct.size < scan.length ? [...distinct.keys()] : undefined;
     this.scanHits = new Uint8Array(distinct.size);
     this.size = rules.length;
-  }
-
-  private place(grid: Map<number, CompiledRule[]>, area: BBox, r: CompiledRule): boolean {
-    const [minLon, minLat, maxLon, maxLat] = area;
-    const x0 = cellX(minLon);
-    const x1 = cellX(maxLon);
-    const y0 = cellY(minLat);
-    const y1 = cellY(maxLat);
-    if ((x1 - x0 + 1) * (y1 - y0 + 1) > MAX_CELLS) return false;
-    for (let x = x0; x <= x1; x++) {
-      for (let y = y0; y <= y1; y++) {
-        const key = cellKey(x, y);
-        const list = grid.get(key);
-        if (list) list.push(r);
-        else grid.set(key, [r]);
-      }
-    }
-    return true;
   }
 
   /**
@@ -184,14 +342,9 @@ export class RuleSet {
       else if (typeof v === "string" && ix.eqStr.size !== 0) n = matchAll(ix.eqStr.get(v), ctx, out, n);
       else if (typeof v === "boolean" && ix.eqStr.size !== 0) n = matchAll(ix.eqStr.get(String(v)), ctx, out, n);
     }
-    if (ctx.hasCur && this.grid.size !== 0) {
-      const cell = this.grid.get(cellKey(cellX(ctx.cur[0]), cellY(ctx.cur[1])));
-      if (cell !== undefined) for (let j = 0; j < cell.length; j++) if (cell[j]!.test(ctx)) out[n++] = cell[j]!;
-    }
-    if (ctx.hasPrev && ctx.hasCur && this.prevGrid.size !== 0) {
-      const cell = this.prevGrid.get(cellKey(cellX(ctx.prev[0]), cellY(ctx.prev[1])));
-      if (cell !== undefined) for (let j = 0; j < cell.length; j++) if (cell[j]!.test(ctx)) out[n++] = cell[j]!;
-    }
+    if (ctx.hasCur && this.grid !== undefined) n = this.grid.matches(ctx.cur[0], ctx.cur[1], ctx, out, n);
+    if (ctx.hasPrev && ctx.hasCur && this.prevGrid !== undefined)
+      n = this.prevGrid.matches(ctx.prev[0], ctx.prev[1], ctx, out, n);
     const scan = this.scan;
     const tests = this.scanTests;
     if (tests === undefined) {
