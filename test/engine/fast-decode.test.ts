@@ -132,7 +132,7 @@ const timestampText = fc.oneof(
   fc.date({ noInvalidDate: true }).map((d) => JSON.stringify(d.toISOString())),
   fc.constantFrom('"1763000000123"', '"2025-11-13"', '"yesterday"', "null", '""'),
 );
-const member = fc.oneof(
+const member: fc.Arbitrary<[string, string]> = fc.oneof(
   fc.tuple(
     fc.constant("thingName"),
     text.map((s) => JSON.stringify(s)),
@@ -148,7 +148,7 @@ const observationText = fc
     text,
     timestampText,
     stateText,
-    mostly(fc.constant([]), fc.array(member, { maxLength: 2 })),
+    mostly(fc.constant<[string, string][]>([]), fc.array(member, { maxLength: 2 })),
     ws,
     ws,
     mostly(fc.constant(""), fc.constantFrom(" ", "\n", "x", ",", "}", "\u00a0", "\ufeff")),
