@@ -79,6 +79,30 @@ let openInner = 0;
 /** The first key of the last top-level object. */
 let firstTop: Key | undefined;
 
+/**
+ * The objects the scan makes: plain objects (their prototype is Object.prototype, their constructor
+ * Object), made by constructors only for the room V8 gives their instances: JSON.parse makes an
+ * object with a slot inside it per property, `{}` has four, and a fifth resource went to a second
+ * array (one more cache miss per read and per merge into the thing's state). Instances of a
+ * constructor get the room its first ones used (V8's slack tracking): made here at load with
+ * TOP_SLOTS and INNER_SLOTS properties, so that inputs do not choose it.
+ */
+const TopObject = function (this: Record<string, unknown>) {} as unknown as new () => Record<string, unknown>;
+const InnerObject = function (this: Record<string, unknown>) {} as unknown as new () => Record<string, unknown>;
+const TOP_SLOTS = 4;
+const INNER_SLOTS = 8;
+for (const [make, slots] of [
+  [TopObject, TOP_SLOTS],
+  [InnerObject, INNER_SLOTS],
+] as const) {
+  make.prototype = Object.prototype;
+  // Slack tracking ends after 7 instances: these.
+  for (let i = 0; i < 8; i++) {
+    const o = new make();
+    for (let j = 0; j < slots; j++) o[` ${j}`] = 0;
+  }
+}
+
 /** What a scan returns to decline (a value never is this object). */
 const DECLINE: unknown = Object.freeze({});
 /** Where the scan is: each scanner starts at `pos` and leaves it after what it read. */
@@ -109,7 +133,7 @@ function scanObject(b: Slicing, n: number, parent: Key | undefined): unknown {
   const outer = parent === undefined;
   if (outer) openTop = ++objects;
   else openInner = ++objects;
-  const o: Record<string, unknown> = {};
+  const o = outer ? new TopObject() : new InnerObject();
   let i = pos;
   if (b[i]! <= SPACE) i = skip(b, i, n);
   if (b[i] === CLOSE) {
