@@ -54,8 +54,9 @@ interface Key {
   inner: number;
   /** The key that followed it in its object last time. */
   next: Key | undefined;
-  /** The first key of the object that was its value last time. */
+  /** The first key of the object that was its value last time, and how many members it had. */
   first: Key | undefined;
+  size: number;
   /**
    * Whether it is still in the cache: a key replaced there is no guess any more, so that each bytes
    * have one key, and a duplicate finds the key its first occurrence took.
@@ -81,27 +82,27 @@ let firstTop: Key | undefined;
 
 /**
  * The objects the scan makes: plain objects (their prototype is Object.prototype, their constructor
- * Object), made by constructors only for the room V8 gives their instances: JSON.parse makes an
- * object with a slot inside it per property, `{}` has four, and a fifth resource went to a second
- * array (one more cache miss per read and per merge into the thing's state). Instances of a
- * constructor get the room its first ones used (V8's slack tracking): made here at load with
- * TOP_SLOTS and INNER_SLOTS properties, so that inputs do not choose it.
+ * Object), made by constructors only for the room V8 gives their instances. JSON.parse makes an
+ * object with a slot inside it per property; `{}` has four, and a fifth resource went to a second
+ * array (one more cache miss per read and per merge into the thing's state), while room for more
+ * than the object holds is garbage the young generation copies. Instances of a constructor get the
+ * room its first ones used (V8's slack tracking), so there is one constructor per size, its room
+ * set here at load; an object is made with the room its key's last object had (the top level's,
+ * the last top-level object's).
  */
-const TopObject = function (this: Record<string, unknown>) {} as unknown as new () => Record<string, unknown>;
-const InnerObject = function (this: Record<string, unknown>) {} as unknown as new () => Record<string, unknown>;
-const TOP_SLOTS = 4;
-const INNER_SLOTS = 8;
-for (const [make, slots] of [
-  [TopObject, TOP_SLOTS],
-  [InnerObject, INNER_SLOTS],
-] as const) {
+const MAX_ROOM = 16;
+const makers = Array.from({ length: MAX_ROOM + 1 }, (_, room) => {
+  const make = function (this: Record<string, unknown>) {} as unknown as new () => Record<string, unknown>;
   make.prototype = Object.prototype;
   // Slack tracking ends after 7 instances: these.
   for (let i = 0; i < 8; i++) {
     const o = new make();
-    for (let j = 0; j < slots; j++) o[` ${j}`] = 0;
+    for (let j = 0; j < room; j++) o[` ${j}`] = 0;
   }
-}
+  return make;
+});
+/** How many members the last top-level object had. */
+let topSize = 3;
 
 /** What a scan returns to decline (a value never is this object). */
 const DECLINE: unknown = Object.freeze({});
@@ -133,7 +134,8 @@ function scanObject(b: Slicing, n: number, parent: Key | undefined): unknown {
   const outer = parent === undefined;
   if (outer) openTop = ++objects;
   else openInner = ++objects;
-  const o = outer ? new TopObject() : new InnerObject();
+  const o = new makers[outer ? topSize : parent.size]!();
+  let size = 0;
   let i = pos;
   if (b[i]! <= SPACE) i = skip(b, i, n);
   if (b[i] === CLOSE) {
@@ -168,6 +170,7 @@ function scanObject(b: Slicing, n: number, parent: Key | undefined): unknown {
     } else v = scanLiteral(b, c);
     if (v === DECLINE) return DECLINE;
     o[k.text] = v;
+    size++;
     i = pos;
     if (b[i]! <= SPACE) i = skip(b, i, n);
     const d = b[i];
@@ -176,6 +179,9 @@ function scanObject(b: Slicing, n: number, parent: Key | undefined): unknown {
       if (b[i]! <= SPACE) i = skip(b, i, n);
     } else if (d === CLOSE) {
       pos = i + 1;
+      if (size > MAX_ROOM) size = MAX_ROOM;
+      if (outer) topSize = size;
+      else parent.size = size;
       return o;
     } else return DECLINE;
   }
@@ -221,6 +227,7 @@ function scanKey(b: Slicing, start: number, n: number, guess: Key | undefined, o
         inner: -1,
         next: undefined,
         first: undefined,
+        size: 0,
         live: true,
       };
       keys[slot] = k;
