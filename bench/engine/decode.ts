@@ -8,19 +8,16 @@
  *    100,000 observations, which make the things) is the figure least moved by other jobs.
  * By CPU time (steadier than wall time on a shared machine).
  */
-import type { TriggeredAction } from "../../src/actions/index.js";
 import {
   decodeBytes,
   decodeBytesByJsonParse,
-  MemoryStateStore,
-  RuleEngine,
   scanObservation,
   type Ingested,
   type RawObservation,
   type SourcePosition,
 } from "../../src/engine/index.js";
 import { loadAverage } from "./report.js";
-import { thingResolver, workload } from "./workload.js";
+import { memoryEngine, rawChunk, workload } from "./workload.js";
 
 const N = Number(process.argv[2] ?? 1_000_000);
 const CHUNK = 10_000;
@@ -67,27 +64,12 @@ const decoders: ((raw: RawObservation) => Ingested)[] = [
   (raw) => decodeBytesByJsonParse(raw.value, raw.position, { key: raw.key }),
   (raw) => decodeBytes(raw.value, raw.position, { key: raw.key }),
 ];
-const engines = decoders.map(() => {
-  const engine = new RuleEngine({
-    resolveThing: thingResolver(w.things),
-    state: new MemoryStateStore(),
-    sink: { accept: async (_: readonly TriggeredAction[]): Promise<void> => {} },
-    clock: () => 1_763_000_000_000,
-  });
-  engine.load(process.env.RULES === "0" ? [] : w.rules);
-  return engine;
-});
+const engines = decoders.map(() => memoryEngine(w, process.env.RULES === "0" ? [] : w.rules));
 const spent = [0, 0];
 const results = ["", ""];
 const ratios: number[] = [];
 for (let start = 0; start < N; start += engineChunk) {
-  const chunk: RawObservation[] = [];
-  for (let i = start; i < Math.min(N, start + engineChunk); i++)
-    chunk.push({
-      key: null,
-      value: messages[i]!,
-      position: { source: "kafka:bench", partition: 0, offset: String(i) },
-    });
+  const chunk = rawChunk(messages, start, start + engineChunk);
   const here = [0, 0];
   // Each goes first every other chunk.
   for (const e of (start / engineChunk) % 2 === 0 ? [0, 1] : [1, 0]) {

@@ -197,18 +197,10 @@ function scanKey(b: Slicing, start: number, n: number, guess: Key | undefined, o
   if (k !== undefined && k.live && sameBytes(k.bytes, b, start) && b[start + k.bytes.length] === QUOTE) {
     end = start + k.bytes.length;
   } else {
+    end = stringEnd(b, start, n);
+    if (end < 0 || end - start > MAX_KEY) return undefined;
     let h = 0;
-    let i = start;
-    for (;;) {
-      if (i >= n) return undefined;
-      const c = b[i]!;
-      if (c === QUOTE) break;
-      if (c < SPACE || c === BACKSLASH || c > 0x7e) return undefined;
-      h = (Math.imul(h, 31) + c) | 0;
-      i++;
-    }
-    end = i;
-    if (end - start > MAX_KEY) return undefined;
+    for (let i = start; i < end; i++) h = (Math.imul(h, 31) + b[i]!) | 0;
     const slot = (h ^ (h >>> 10)) & (KEY_SLOTS - 1);
     k = keys[slot];
     if (k === undefined || k.bytes.length !== end - start || !sameBytes(k.bytes, b, start)) {
@@ -260,16 +252,21 @@ function internalized(text: string): string {
 /** A string at `pos` (its opening quote); DECLINE to decline. */
 function scanString(b: Slicing, n: number): unknown {
   const start = pos + 1;
-  let i = start;
+  const end = stringEnd(b, start, n);
+  if (end < 0) return DECLINE;
+  pos = end + 1;
+  return b.latin1Slice(start, end);
+}
+
+/** The closing quote of a string from `i` of printable ASCII without escapes; -1 for any other. */
+function stringEnd(b: Uint8Array, i: number, n: number): number {
   for (;;) {
-    if (i >= n) return DECLINE;
-    const d = b[i]!;
-    if (d === QUOTE) break;
-    if (d < SPACE || d === BACKSLASH || d > 0x7e) return DECLINE;
+    if (i >= n) return -1;
+    const c = b[i]!;
+    if (c === QUOTE) return i;
+    if (c < SPACE || c === BACKSLASH || c > 0x7e) return -1;
     i++;
   }
-  pos = i + 1;
-  return b.latin1Slice(start, i);
 }
 
 /** A number, true, false or null at `pos` (`c` its first byte); DECLINE to decline. */
