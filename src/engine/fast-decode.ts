@@ -213,7 +213,8 @@ function scanKey(b: Slicing, start: number, n: number, guess: Key | undefined, o
       // Assigned, "__proto__" would set the object's prototype (JSON.parse makes it an own key).
       if (text === "__proto__") return undefined;
       k = {
-        bytes: b.slice(start, end),
+        // A copy: a Buffer's slice is a view, which would keep (and follow changes to) the input's memory.
+        bytes: new Uint8Array(b.subarray(start, end)),
         text: internalized(text),
         top: -1,
         inner: -1,
