@@ -216,6 +216,13 @@ describe("the fast path decodes as JSON.parse does, or declines", () => {
     );
   });
 
+  it("keys stay what they were when the input's memory is reused", () => {
+    const first = bytes('{"zq1":1}');
+    expect(scanObservation(first)).toStrictEqual({ zq1: 1 });
+    first.set(bytes("zq2"), 2);
+    expect(scanObservation(bytes('{"zq2":1}'))).toStrictEqual({ zq2: 1 });
+  });
+
   it("a Uint8Array that is not a Buffer, and a view into a larger buffer", () => {
     const text = w.message(3);
     const padded = bytes(`xx${text}yy`);
