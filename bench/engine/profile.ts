@@ -8,22 +8,15 @@
  * alternately.
  */
 import { performance } from "node:perf_hooks";
-import type { TriggeredAction } from "../../src/actions/index.js";
-import { decodeMessages, MemoryStateStore, RuleEngine, type RawObservation } from "../../src/engine/index.js";
-import { thingResolver, workload } from "./workload.js";
+import { decodeMessages } from "../../src/engine/index.js";
+import { memoryEngine, rawChunk, workload } from "./workload.js";
 
 const N = Number(process.argv[2] ?? 500_000);
 const CHUNK = 5_000;
 const w = workload();
 const messages: Buffer[] = [];
 for (let i = 0; i < N; i++) messages.push(Buffer.from(w.message(i)));
-const engine = new RuleEngine({
-  resolveThing: thingResolver(w.things),
-  state: new MemoryStateStore(),
-  sink: { accept: async (_: readonly TriggeredAction[]): Promise<void> => {} },
-  clock: () => 1_763_000_000_000,
-});
-engine.load(process.env.RULES === "0" ? [] : w.rules);
+const engine = memoryEngine(w, process.env.RULES === "0" ? [] : w.rules);
 let engineMs = 0;
 let decodeMs = 0;
 // CPU time as well as wall time: on a shared machine the wall clock also counts time spent descheduled.
@@ -34,13 +27,7 @@ const cpu = (): number => {
   return (u.user + u.system) / 1000;
 };
 for (let start = 0; start < N; start += CHUNK) {
-  const chunk: RawObservation[] = [];
-  for (let i = start; i < Math.min(N, start + CHUNK); i++)
-    chunk.push({
-      key: null,
-      value: messages[i]!,
-      position: { source: "kafka:bench", partition: 0, offset: String(i) },
-    });
+  const chunk = rawChunk(messages, start, start + CHUNK);
   const c0 = cpu();
   const t0 = performance.now();
   for (const raw of chunk) JSON.parse((raw.value as Buffer).toString("utf8"));

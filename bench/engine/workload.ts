@@ -1,4 +1,11 @@
-import type { ThingInfo, ThingResolver } from "../../src/engine/index.js";
+import type { TriggeredAction } from "../../src/actions/index.js";
+import {
+  MemoryStateStore,
+  RuleEngine,
+  type RawObservation,
+  type ThingInfo,
+  type ThingResolver,
+} from "../../src/engine/index.js";
 import type { Rule } from "../../src/rules/index.js";
 
 /** mulberry32: a small seeded generator, so every run sees the same workload. */
@@ -78,6 +85,30 @@ export function thingResolver(things: readonly { thingName: string; thingType: s
     infos.set(thingName, { thingName, thingType, domain: "root", domains: new Set(["root"]), checks });
   }
   return (name) => infos.get(name);
+}
+
+/** The in-memory engine the benches run on the workload: its things, `rules` loaded, actions dropped, a fixed clock. */
+export function memoryEngine(w: Workload, rules: readonly Rule[]): RuleEngine {
+  const engine = new RuleEngine({
+    resolveThing: thingResolver(w.things),
+    state: new MemoryStateStore(),
+    sink: { accept: async (_: readonly TriggeredAction[]): Promise<void> => {} },
+    clock: () => 1_763_000_000_000,
+  });
+  engine.load([...rules]);
+  return engine;
+}
+
+/** Messages [start, end) as the Kafka source hands them over (offset = index). */
+export function rawChunk(messages: readonly Buffer[], start: number, end: number): RawObservation[] {
+  const chunk: RawObservation[] = [];
+  for (let i = start; i < Math.min(messages.length, end); i++)
+    chunk.push({
+      key: null,
+      value: messages[i]!,
+      position: { source: "kafka:bench", partition: 0, offset: String(i) },
+    });
+  return chunk;
 }
 
 function thingIndex(seed: number, i: number, n: number): number {

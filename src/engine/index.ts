@@ -6,6 +6,8 @@ export type { ObservationIngest } from "./ingest.js";
 export type { ActionSink, RulePayload, TriggeredAction } from "./sink.js";
 export {
   decodeBytes,
+  // The JSON.parse path alone, which decodeBytes falls back to: the reference for tests and benches.
+  decodeBytesByJsonParse,
   decodeDevicePayload,
   decodeMessages,
   decodeValue,
@@ -16,6 +18,7 @@ export {
   type Refusal,
   type WireDecoder,
 } from "./decode.js";
+export { scanObservation } from "./fast-decode.js";
 export {
   compileRule,
   RuleCompileError,

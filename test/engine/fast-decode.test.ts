@@ -1,0 +1,276 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { workload } from "../../bench/engine/workload.js";
+import {
+  decodeBytes,
+  decodeBytesByJsonParse,
+  decodeDevicePayload,
+  scanObservation,
+  type Ingested,
+  type SourcePosition,
+} from "../../src/engine/index.js";
+
+const position: SourcePosition = { source: "kafka:t", partition: 0, offset: "7" };
+const bytes = (text: string): Buffer => Buffer.from(text, "utf8");
+
+/** JSON.parse's value, or "throws". */
+function parsed(b: Uint8Array): unknown {
+  try {
+    return JSON.parse(Buffer.from(b.buffer, b.byteOffset, b.length).toString("utf8"));
+  } catch {
+    return "throws";
+  }
+}
+
+/** Every object's keys in order, depth first: toStrictEqual does not compare key order. */
+function keyOrder(v: unknown): unknown {
+  if (v === null || typeof v !== "object") return null;
+  if (Array.isArray(v)) return v.map(keyOrder);
+  return Object.entries(v).map(([k, x]) => [k, keyOrder(x)]);
+}
+
+/** The fast path's contract on one input: JSON.parse's value (numbers by Object.is, key order) or a decline. */
+function agrees(b: Uint8Array): boolean {
+  const fast = scanObservation(b);
+  const slow = parsed(b);
+  if (fast !== undefined) {
+    expect(fast).toStrictEqual(slow);
+    expect(keyOrder(fast)).toStrictEqual(keyOrder(slow));
+  }
+  const ingested = decodeBytes(b, position, { key: "the-key" });
+  const reference = decodeBytesByJsonParse(b, position, { key: "the-key" });
+  expect(ingested).toStrictEqual(reference);
+  expect(keyOrder(ingested)).toStrictEqual(keyOrder(reference));
+  const device: Ingested[] = decodeDevicePayload("dev-1", b, position);
+  if (!Array.isArray(slow)) expect(device).toStrictEqual([decodeBytesByJsonParse(b, position, { device: "dev-1" })]);
+  return true;
+}
+
+// Generators: JSON text of the workload's family of shapes, written with and without whitespace.
+const asciiText = fc.string({ unit: fc.integer({ min: 0x20, max: 0x7e }).map((c) => String.fromCharCode(c)) });
+const anyText = fc.oneof(asciiText, fc.string({ unit: "binary" }), fc.string({ unit: "grapheme-composite" }));
+/** Mostly what the fast path takes, sometimes not. */
+const mostly = <T>(usual: fc.Arbitrary<T>, unusual: fc.Arbitrary<T>): fc.Arbitrary<T> =>
+  fc.oneof({ arbitrary: usual, weight: 6 }, { arbitrary: unusual, weight: 1 });
+const text = mostly(asciiText, anyText);
+const key = mostly(
+  fc.oneof(fc.constantFrom("temp", "hum", "press", "status", "latlng"), asciiText),
+  fc.oneof(fc.constantFrom("__proto__", "constructor", "toString", "0", "12", ""), anyText),
+);
+/** Numbers' texts, valid JSON or not (leading zeros, bare dots, huge exponents, many digits). */
+const numberText = fc.oneof(
+  fc.double().map((d) => JSON.stringify(d)),
+  fc.integer().map(String),
+  fc.integer({ min: 0, max: 2 ** 53 + 10 }).map(String),
+  fc.constantFrom(
+    "-0",
+    "0",
+    "-0.0",
+    "1e21",
+    "1E5",
+    "1e+5",
+    "1e-5",
+    "0.1",
+    "1.7976931348623157e308",
+    "1.7976931348623159e308",
+    "5e-324",
+    "2e-324",
+    "1e400",
+    "-1e400",
+    "9007199254740993",
+    "9007199254740992",
+    "18014398509481985",
+    "123456789012345678901234567890",
+    "0.30000000000000004",
+    "01",
+    "-01",
+    "00",
+    "1.",
+    ".5",
+    "-",
+    "+1",
+    "1e",
+    "1e+",
+    "0x10",
+    "Infinity",
+    "NaN",
+    "1_000",
+  ),
+  fc
+    .tuple(
+      fc.boolean(),
+      fc.oneof(fc.stringMatching(/^[1-9][0-9]{0,24}$/), fc.constant("0"), fc.stringMatching(/^[0-9]{1,25}$/)),
+      fc.option(fc.stringMatching(/^[0-9]{0,25}$/)),
+      fc.option(fc.tuple(fc.constantFrom("e", "E"), fc.constantFrom("", "+", "-"), fc.stringMatching(/^[0-9]{0,4}$/))),
+    )
+    .map(
+      ([minus, int, frac, exp]) =>
+        `${minus ? "-" : ""}${int}${frac === null ? "" : `.${frac}`}${exp === null ? "" : exp.join("")}`,
+    ),
+);
+const scalarText = mostly(
+  fc.oneof(
+    numberText,
+    text.map((s) => JSON.stringify(s)),
+    fc.constantFrom("true", "false", "null"),
+  ),
+  fc.constantFrom("tru", "nul", "fals", "True", '"\\u0041"', '"a\\"b"', '"\\/"', "'a'", '"a'),
+);
+const ws = fc.stringMatching(/^[ \t\n\r]{0,3}$/);
+/** An object's text from members' texts, whitespace around each token. */
+const objectText = (member: fc.Arbitrary<[string, string]>): fc.Arbitrary<string> =>
+  fc
+    .tuple(fc.array(fc.tuple(ws, member, ws, ws), { maxLength: 7 }), ws)
+    .map(
+      ([members, end]) =>
+        `{${members.map(([a, [k, v], b, c]) => `${a}${JSON.stringify(k)}${b}:${c}${v}`).join(",")}${end}}`,
+    );
+const stateText = objectText(fc.tuple(key, scalarText));
+const timestampText = fc.oneof(
+  { arbitrary: fc.nat().map(String), weight: 4 },
+  numberText,
+  fc.date({ noInvalidDate: true }).map((d) => JSON.stringify(d.toISOString())),
+  fc.constantFrom('"1763000000123"', '"2025-11-13"', '"yesterday"', "null", '""'),
+);
+const member: fc.Arbitrary<[string, string]> = fc.oneof(
+  fc.tuple(
+    fc.constant("thingName"),
+    text.map((s) => JSON.stringify(s)),
+  ),
+  fc.tuple(fc.constant("timestamp"), timestampText),
+  fc.tuple(fc.constant("state"), mostly(stateText, fc.oneof(scalarText, fc.constant("[]")))),
+  fc.tuple(fc.constant("nested"), fc.constantFrom('[{"state":{}}]', "[]", "{}", "1")),
+  fc.tuple(key, scalarText),
+);
+/** Observations as they usually come: thingName, timestamp, state, in that order, then anything. */
+const observationText = fc
+  .tuple(
+    text,
+    timestampText,
+    stateText,
+    mostly(fc.constant<[string, string][]>([]), fc.array(member, { maxLength: 2 })),
+    ws,
+    ws,
+    mostly(fc.constant(""), fc.constantFrom(" ", "\n", "x", ",", "}", "\u00a0", "\ufeff")),
+  )
+  .map(
+    ([thing, ts, state, more, a, b, trailing]) =>
+      `${a}{"thingName":${JSON.stringify(thing)},"timestamp":${ts},"state":${state}${more
+        .map(([k, v]) => `,${JSON.stringify(k)}:${v}`)
+        .join("")}}${b}${trailing}`,
+  );
+const w = workload({ types: 3, thingsPerType: 10 });
+const workloadMessage = fc.nat({ max: 100_000 }).map((i) => w.message(i));
+
+describe("the fast path decodes as JSON.parse does, or declines", () => {
+  it("workload messages: taken, and equal to JSON.parse", () => {
+    for (let i = 0; i < 200; i++) {
+      const b = bytes(w.message(i));
+      expect(scanObservation(b)).toBeDefined();
+      agrees(b);
+    }
+  });
+
+  it("observation-shaped text, with any members, numbers, strings and whitespace", () => {
+    fc.assert(
+      fc.property(observationText, (text) => agrees(bytes(text))),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("any JSON value, as JSON.stringify writes it and indented", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.constantFrom(undefined, 1, "\t"), (v, indent) =>
+        agrees(bytes(JSON.stringify(v, null, indent) ?? "null")),
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("workload messages with bytes changed, inserted or cut", () => {
+    const edit = fc.oneof(
+      fc.tuple(fc.constant("set" as const), fc.nat(), fc.integer({ min: 0, max: 255 })),
+      fc.tuple(fc.constant("insert" as const), fc.nat(), fc.integer({ min: 0, max: 255 })),
+      fc.tuple(fc.constant("cut" as const), fc.nat(), fc.constant(0)),
+    );
+    const special = fc.constantFrom(0x22, 0x5c, 0x7b, 0x7d, 0x2c, 0x3a, 0x20, 0x30, 0x2d, 0x2e, 0x65, 0x80, 0xff, 0xc3);
+    fc.assert(
+      fc.property(
+        workloadMessage,
+        fc.array(fc.oneof(edit, fc.tuple(fc.constant("set" as const), fc.nat(), special)), {
+          minLength: 1,
+          maxLength: 3,
+        }),
+        (text, edits) => {
+          let b = [...bytes(text)];
+          for (const [op, at, byte] of edits) {
+            const i = at % (b.length + 1);
+            if (op === "set") b[Math.min(i, b.length - 1)] = byte;
+            else if (op === "insert") b.splice(i, 0, byte);
+            else b = b.slice(0, i);
+          }
+          return agrees(Uint8Array.from(b));
+        },
+      ),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("keys stay what they were when the input's memory is reused", () => {
+    const first = bytes('{"zq1":1}');
+    expect(scanObservation(first)).toStrictEqual({ zq1: 1 });
+    first.set(bytes("zq2"), 2);
+    expect(scanObservation(bytes('{"zq2":1}'))).toStrictEqual({ zq2: 1 });
+  });
+
+  it("a Uint8Array that is not a Buffer, and a view into a larger buffer", () => {
+    const text = w.message(3);
+    const padded = bytes(`xx${text}yy`);
+    const view = new Uint8Array(padded.buffer, padded.byteOffset + 2, padded.length - 4);
+    expect(scanObservation(view)).toStrictEqual(JSON.parse(text));
+    expect(scanObservation(Uint8Array.from(bytes(text)))).toStrictEqual(JSON.parse(text));
+  });
+});
+
+describe("the fast path declines what it does not read exactly", () => {
+  const declined: [string, string][] = [
+    ["an escape in a string", '{"thingName":"a\\"b","timestamp":1}'],
+    ["an escape in a key", '{"thing\\u004eame":"a","timestamp":1}'],
+    ["non-ASCII", '{"thingName":"æ","timestamp":1}'],
+    ["a control character", '{"thingName":"a\tb","timestamp":1}'],
+    ["nested", '{"thingName":"a","timestamp":1,"nested":[{"state":{}}]}'],
+    ["an object in state", '{"thingName":"a","timestamp":1,"state":{"p":{"x":1}}}'],
+    ["an array in state", '{"thingName":"a","timestamp":1,"state":{"p":[1]}}'],
+    ["a duplicate key", '{"thingName":"a","thingName":"b","timestamp":1}'],
+    ["a duplicate key in state", '{"thingName":"a","timestamp":1,"state":{"t":1,"t":2}}'],
+    ["__proto__", '{"thingName":"a","timestamp":1,"state":{"__proto__":{}}}'],
+    ["__proto__ with a scalar", '{"thingName":"a","timestamp":1,"state":{"__proto__":1}}'],
+    ["a leading zero", '{"thingName":"a","timestamp":01}'],
+    ["a bare fraction", '{"thingName":"a","timestamp":1.}'],
+    ["truncated", '{"thingName":"a","timestamp":1'],
+    ["trailing bytes", '{"thingName":"a","timestamp":1}x'],
+    ["two objects", '{"thingName":"a"}{"thingName":"b"}'],
+    ["an array", '[{"thingName":"a","timestamp":1}]'],
+    ["a string", '"{}"'],
+    ["a byte order mark", '\ufeff{"thingName":"a","timestamp":1}'],
+    ["a trailing comma", '{"thingName":"a","timestamp":1,}'],
+    ["a key too long to intern", `{"${"k".repeat(65)}":1}`],
+    // More keys than the cache holds: the first is replaced before its duplicate comes.
+    [
+      "a duplicate key after many others",
+      `{"k0":0,${Array.from({ length: 20_000 }, (_, i) => `"key-${(i * 7919) % 100_003}-${i}":${i},`).join("")}"k0":1}`,
+    ],
+  ];
+  it.each(declined)("%s", (_, text) => {
+    expect(scanObservation(bytes(text))).toBeUndefined();
+    agrees(bytes(text));
+  });
+
+  it("numbers: JSON.parse's doubles, exactly (signs, exponents, beyond 2^53 and Clinger's range)", () => {
+    const texts = ["-0", "-0.0", "0.1", "1e21", "1E5", "9007199254740993", "1e400", "5e-324", "0.1e-22", "1e23"];
+    for (const t of texts) {
+      const v = (scanObservation(bytes(`{"n":${t}}`)) as { n: number }).n;
+      expect(Object.is(v, JSON.parse(t))).toBe(true);
+    }
+  });
+});
