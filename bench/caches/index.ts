@@ -6,14 +6,11 @@
  * Rerun: `npx tsx bench/caches/index.ts` (BENCH_CACHES_TOTAL=100000).
  */
 import { cpus, loadavg } from "node:os";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { template, templateCacheSize } from "../../src/actions/index.js";
 import { compileRule, generatedCacheSize } from "../../src/engine/index.js";
+import { fullGc } from "../gc.js";
 import { distinctRule } from "./workload.js";
 
-setFlagsFromString("--expose-gc");
-const gc = runInNewContext("gc") as () => void;
 const TOTAL = Number(process.env.BENCH_CACHES_TOTAL ?? 100_000);
 const MB = 1024 * 1024;
 
@@ -32,7 +29,7 @@ for (let i = 1; i <= TOTAL; i++) {
   compileRule(distinctRule(i));
   template(`t${i} \${observation.temp * ${i}}`).render(scope, () => undefined);
   if (i % 10_000 === 0) {
-    gc();
+    fullGc();
     const m = process.memoryUsage();
     console.log(
       `| ${i} | ${(m.rss / MB).toFixed(0)} | ${(m.heapUsed / MB).toFixed(1)} | ${generatedCacheSize()} | ${templateCacheSize()} |`,

@@ -21,10 +21,9 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
 import { Tokens } from "../../src/auth/index.js";
 import { freePortRange } from "../../test/support/ports.js";
+import { fullGc } from "../gc.js";
 import { writeSection } from "../results.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -137,12 +136,6 @@ async function settle(): Promise<void> {
   fullGc();
   await sleep(200);
 }
-
-/** V8's gc(), without having to start this process with --expose-gc. */
-const fullGc = ((): (() => void) => {
-  setFlagsFromString("--expose-gc");
-  return runInNewContext("gc") as () => void;
-})();
 
 async function throughputRounds(proxy: Proxy, reference: Reference | undefined): Promise<Rounds> {
   await directRun(WARM_UP_BYTES);
