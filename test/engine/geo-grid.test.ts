@@ -237,4 +237,31 @@ describe("the geofence grid answers as the precise test", () => {
       expect(grid).toEqual(precise);
     }
   });
+
+  it("rules over hundreds of thousands of cells: the grid is built (its extent found by a loop) and answers", () => {
+    // 400 squares of 1.9 x 1.9 degrees (400 cells each) on a 2-degree lattice: 160,000 cells in use.
+    const rules: CompiledRule[] = [];
+    for (let i = 0; i < 400; i++) {
+      const lon = -170 + (i % 40) * 2;
+      const lat = -60 + Math.floor(i / 40) * 2;
+      const ring: [number, number][] = [
+        [lon, lat],
+        [lon + 1.9, lat],
+        [lon + 1.9, lat + 1.9],
+        [lon, lat + 1.9],
+        [lon, lat],
+      ];
+      rules.push(compileRule(rule(`sq${i}`, [{ operator: "inside", resource: "latlng", value: ring }])));
+    }
+    const set = new RuleSet(rules);
+    for (const at of [
+      [-169, -59],
+      [-91.05, -41.95],
+      [-89.05, -40],
+    ] as [number, number][]) {
+      const [grid, precise] = both(set, rules, at, undefined);
+      expect(grid).toEqual(precise);
+    }
+    expect(both(set, rules, [-169, -59], undefined)[0]).toEqual(["sq0"]);
+  });
 });

@@ -203,10 +203,18 @@ class GeoGrid {
     const keys = [...this.slots.keys()];
     const xs = keys.map((k) => Math.floor(k / 4096));
     const ys = keys.map((k) => k % 4096);
-    this.x0 = Math.min(...xs);
-    this.y0 = Math.min(...ys);
-    this.nx = Math.max(...xs) - this.x0 + 1;
-    this.ny = Math.max(...ys) - this.y0 + 1;
+    // A loop, not Math.min(...xs): rules may use hundreds of thousands of cells, past what a call's arguments hold.
+    let [minX, maxX, minY, maxY] = [Infinity, -Infinity, Infinity, -Infinity];
+    for (let k = 0; k < keys.length; k++) {
+      minX = Math.min(minX, xs[k]!);
+      maxX = Math.max(maxX, xs[k]!);
+      minY = Math.min(minY, ys[k]!);
+      maxY = Math.max(maxY, ys[k]!);
+    }
+    this.x0 = minX;
+    this.y0 = minY;
+    this.nx = maxX - minX + 1;
+    this.ny = maxY - minY + 1;
     if (keys.length > 0 && this.nx * this.ny <= DENSE_MAX) {
       this.table = new Int32Array(this.nx * this.ny).fill(-1);
       for (const slot of this.slots.values()) this.table[(xs[slot]! - this.x0) * this.ny + ys[slot]! - this.y0] = slot;
