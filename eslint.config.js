@@ -11,6 +11,20 @@ const capabilities = readdirSync(join(dirname(fileURLToPath(import.meta.url)), "
   .map((entry) => entry.name)
   .join("|");
 
+// An array spread into a call's arguments (Math.min(...values), list.push(...more)) throws RangeError
+// past some 120,000 elements: with a caller's data (a document's array, a histogram's buckets, a
+// rule set's cells) that is a request failing for its size. Loops instead.
+const unboundedSpread = [
+  {
+    selector: "CallExpression[callee.object.name='Math'] > SpreadElement",
+    message: "Math.min/max(...values) throws past ~120,000 values: loop over them.",
+  },
+  {
+    selector: "CallExpression[callee.property.name=/^(push|unshift|splice)$/] > SpreadElement",
+    message: "push(...more) throws past ~120,000 elements: loop, or concat.",
+  },
+];
+
 export default tseslint.config(
   { ignores: ["node_modules/", "data/", "coverage/", "dist/", ".kafka/"] },
   js.configs.recommended,
@@ -50,6 +64,7 @@ export default tseslint.config(
     rules: {
       "no-restricted-syntax": [
         "error",
+        ...unboundedSpread,
         {
           selector: ":matches(NewExpression, CallExpression)[callee.name='RegExp'][arguments.0.type!='Literal']",
           message:
@@ -57,5 +72,9 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    files: ["src/patterns/**/*.ts"],
+    rules: { "no-restricted-syntax": ["error", ...unboundedSpread] },
   },
 );

@@ -115,7 +115,7 @@ export class ThingRegistry {
     for (let from = 0; from < inputs.length; from += THING_CHUNK) {
       if (from > 0) await new Promise((resolve) => setImmediate(resolve));
       const chunk = inputs.slice(from, from + THING_CHUNK);
-      outcomes.push(...(await this.putChunk(chunk, options, known)));
+      for (const outcome of await this.putChunk(chunk, options, known)) outcomes.push(outcome);
       options.onProgress?.(outcomes.length, inputs.length);
     }
     return outcomes;

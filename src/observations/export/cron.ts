@@ -37,7 +37,8 @@ export function parseCron(text: string): Cron {
   const months = list(mon, 1, 12, MONTHS, "month");
   const years = list(year, 1970, 2199, [], "year");
   const day = dom !== "?" ? domRule(dom) : dowRule(dow);
-  const maxYear = Math.max(...years);
+  let maxYear = -Infinity;
+  for (const y of years) maxYear = Math.max(maxYear, y);
   return {
     expression: text.trim(),
     next(afterMs) {

@@ -72,8 +72,9 @@ export function accessor(path: string): Accessor {
       for (const v of level) {
         if (v === null || typeof v !== "object") continue;
         if (Array.isArray(v)) {
-          for (const e of v) if (e && typeof e === "object") next.push(...flat((e as Record<string, unknown>)[k]));
-        } else next.push(...flat((v as Record<string, unknown>)[k]));
+          for (const e of v)
+            if (e && typeof e === "object") for (const x of flat((e as Record<string, unknown>)[k])) next.push(x);
+        } else for (const x of flat((v as Record<string, unknown>)[k])) next.push(x);
       }
       level = next;
     }

@@ -35,8 +35,8 @@ export function compileSort(spec: unknown): Sorter | undefined {
     const nums = vs.map(toNumber).filter((n): n is number => n !== undefined);
     if (nums.length === vs.length) {
       const mode = k.mode ?? (k.desc ? "max" : "min");
-      if (mode === "min") return Math.min(...nums);
-      if (mode === "max") return Math.max(...nums);
+      if (mode === "min") return nums.reduce((m, n) => Math.min(m, n), Infinity);
+      if (mode === "max") return nums.reduce((m, n) => Math.max(m, n), -Infinity);
       const sum = nums.reduce((s, n) => s + n, 0);
       return mode === "sum" ? sum : sum / nums.length;
     }

@@ -375,8 +375,12 @@ function histogramRun(
     let buckets = [...groups.values()];
     if (minDocCount === 0) {
       const keys = buckets.map((g) => g.key as number);
-      let lo = keys.length ? Math.min(...keys) : undefined;
-      let hi = keys.length ? Math.max(...keys) : undefined;
+      let lo: number | undefined;
+      let hi: number | undefined;
+      for (const key of keys) {
+        if (lo === undefined || key < lo) lo = key;
+        if (hi === undefined || key > hi) hi = key;
+      }
       if (bounds?.min !== undefined)
         lo = lo === undefined ? spec.keyOf(bounds.min) : Math.min(lo, spec.keyOf(bounds.min));
       if (bounds?.max !== undefined)
