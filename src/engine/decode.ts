@@ -114,8 +114,7 @@ export function decodeValue(value: unknown, position: SourcePosition, options: D
  * read from the bytes (`scanObservation`), anything else through JSON.parse, to the same result.
  */
 export function decodeBytes(bytes: Uint8Array, position: SourcePosition, options: DecodeOptions = {}): Ingested {
-  const value = scanObservation(bytes);
-  return value === undefined ? decodeBytesByJsonParse(bytes, position, options) : decodeValue(value, position, options);
+  return decodeParsed(parseBytes(bytes, true), bytes, position, options);
 }
 
 /** `decodeBytes` by JSON.parse alone: what the fast path declines to, and the reference tests hold it to. */
@@ -124,12 +123,31 @@ export function decodeBytesByJsonParse(
   position: SourcePosition,
   options: DecodeOptions = {},
 ): Ingested {
-  let value: unknown;
-  try {
-    value = JSON.parse(utf8(bytes));
-  } catch {
-    return refuse(bytes, position, "not-json", "the message is not JSON", options.device);
+  return decodeParsed(parseBytes(bytes, false), bytes, position, options);
+}
+
+/** What `parseBytes` returns for bytes that are not JSON (no JSON value is this symbol). */
+const NOT_JSON: unique symbol = Symbol("not JSON");
+
+/**
+ * The JSON value the bytes hold, or NOT_JSON: the fast path's (`fast`, when it reads them; it reads
+ * only objects), else JSON.parse's, to the same value.
+ */
+function parseBytes(bytes: Uint8Array, fast: boolean): unknown {
+  if (fast) {
+    const value = scanObservation(bytes);
+    if (value !== undefined) return value;
   }
+  try {
+    return JSON.parse(utf8(bytes));
+  } catch {
+    return NOT_JSON;
+  }
+}
+
+/** One observation's parsed bytes, decoded; bytes that were not JSON are refused. */
+function decodeParsed(value: unknown, bytes: Uint8Array, position: SourcePosition, options: DecodeOptions): Ingested {
+  if (value === NOT_JSON) return refuse(bytes, position, "not-json", "the message is not JSON", options.device);
   return decodeValue(value, position, options);
 }
 
@@ -169,15 +187,9 @@ export async function decodeWireMessages(batch: readonly RawObservation[], wire:
  * JSON are one refusal; in an array, each item is decoded (and refused) on its own.
  */
 export function decodeDevicePayload(device: string, payload: Uint8Array, position: SourcePosition): Ingested[] {
-  let value: unknown = scanObservation(payload);
-  if (value !== undefined) return [decodeValue(value, position, { device })];
-  try {
-    value = JSON.parse(utf8(payload));
-  } catch {
-    return [refuse(payload, position, "not-json", "the message is not JSON", device)];
-  }
-  const items: unknown[] = Array.isArray(value) ? value : [value];
-  return items.map((item) => decodeValue(item, position, { device }));
+  const value = parseBytes(payload, true);
+  if (!Array.isArray(value)) return [decodeParsed(value, payload, position, { device })];
+  return value.map((item: unknown) => decodeValue(item, position, { device }));
 }
 
 function refuse(
