@@ -56,6 +56,18 @@ function rule(id: string, expression: ExpressionItem[]): Rule {
   };
 }
 
+/**
+ * The rule set matches what the rules' own tests do at each point of range, with another of the
+ * points as the previous position (enter, leave).
+ */
+function expectAgreement(set: RuleSet, rules: readonly CompiledRule[], points: readonly [number, number][]): void {
+  const valid = points.filter(inRange);
+  for (let k = 0; k < valid.length; k++) {
+    const [grid, precise] = both(set, rules, valid[k]!, valid[(k * 7 + 3) % valid.length]);
+    expect(grid).toEqual(precise);
+  }
+}
+
 /** What the rule set matches for (cur, prev), and what each rule's own test says, in rule order. */
 function both(
   set: RuleSet,
@@ -122,11 +134,7 @@ describe("the geofence grid answers as the precise test", () => {
               for (const t of along) points.push([a[0] + t * (b[0] - a[0]), a[1] + t * (b[1] - a[1])]);
             }
           }
-          const valid = points.filter(inRange);
-          for (let k = 0; k < valid.length; k++) {
-            const [grid, precise] = both(set, rules, valid[k]!, valid[(k * 7 + 3) % valid.length]);
-            expect(grid).toEqual(precise);
-          }
+          expectAgreement(set, rules, points);
         },
       ),
       { numRuns: 400 },
@@ -165,11 +173,7 @@ describe("the geofence grid answers as the precise test", () => {
               points.push([lon + Math.cos(a) * scale * f, lat + Math.sin(a) * deg * f]);
             }
           }
-          const valid = points.filter(inRange);
-          for (let k = 0; k < valid.length; k++) {
-            const [grid, precise] = both(set, rules, valid[k]!, valid[(k * 7 + 3) % valid.length]);
-            expect(grid).toEqual(precise);
-          }
+          expectAgreement(set, rules, points);
         },
       ),
       { numRuns: 400 },
