@@ -6,6 +6,8 @@ import type { NestedObservation, RawObservation, SourcePosition } from "./types.
  * An observation after the one decode every way in goes through (Kafka, `POST /observations`, the
  * MQTT bridge, SET_RESOURCE): what sources authorize and what the engine evaluates. Nothing
  * downstream reads the input it came from again, so what was authorized is what is evaluated.
+ * It may be the input object itself, when that already reads as one (see `decodeValue`): then it
+ * has no `nested` member, and any other members the input had, which nothing reads.
  */
 export interface DecodedObservation {
   thingName: string;
@@ -97,6 +99,19 @@ export function decodeValue(value: unknown, position: SourcePosition, options: D
   if (nested !== undefined && !validNested(nested)) {
     return refuse(value, position, "invalid-observation", "nested is an array of {type?, id?, state}", thingName);
   }
+  // An input that already reads as its observation (the thing it names, a timestamp in epoch
+  // milliseconds, its own state, no nested) is the observation: no second object per observation,
+  // which lives as long as its batch and is promoted by the scavenges it outlives. Not a device's:
+  // the MQTT bridge forwards its observations as JSON, which must not carry the input's other members.
+  if (
+    options.device === undefined &&
+    named === thingName &&
+    o.timestamp === timestamp &&
+    o.state === state &&
+    nested === undefined
+  ) {
+    return { position, input: value, observation: value as DecodedObservation };
+  }
   return {
     position,
     input: value,
@@ -154,9 +169,12 @@ function decodeParsed(value: unknown, bytes: Uint8Array, position: SourcePositio
 /** A source's batch of messages (JSON values), in order. */
 export function decodeMessages(batch: readonly RawObservation[]): Ingested[] {
   const out = new Array<Ingested>(batch.length);
+  // One options record for the batch: the decode does not keep it.
+  const options: DecodeOptions = { key: undefined };
   for (let i = 0; i < batch.length; i++) {
     const raw = batch[i]!;
-    out[i] = decodeBytes(raw.value, raw.position, { key: raw.key });
+    options.key = raw.key;
+    out[i] = decodeBytes(raw.value, raw.position, options);
   }
   return out;
 }

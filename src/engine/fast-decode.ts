@@ -62,6 +62,14 @@ interface Key {
    * have one key, and a duplicate finds the key its first occurrence took.
    */
   live: boolean;
+  /**
+   * The short strings last seen as its value in an inner object, by hash of their bytes (see
+   * `scanValue`); undefined until one is, null once the key's values turned out too varied to cache.
+   */
+  values: (string | undefined)[] | undefined | null;
+  /** Lookups and misses in `values` since the last look at how well it does. */
+  lookups: number;
+  misses: number;
 }
 
 /**
@@ -162,7 +170,7 @@ function scanObject(b: Slicing, n: number, parent: Key | undefined): unknown {
     const c = b[i];
     pos = i;
     let v: unknown;
-    if (c === QUOTE) v = scanString(b, n);
+    if (c === QUOTE) v = outer ? scanString(b, n) : scanValue(b, n, k);
     else if (c === OPEN) {
       if (!outer) return DECLINE;
       pos = i + 1;
@@ -222,6 +230,9 @@ function scanKey(b: Slicing, start: number, n: number, guess: Key | undefined, o
         first: undefined,
         size: 0,
         live: true,
+        values: undefined,
+        lookups: 0,
+        misses: 0,
       };
       keys[slot] = k;
     }
@@ -257,6 +268,59 @@ function scanString(b: Slicing, n: number): unknown {
   if (end < 0) return DECLINE;
   pos = end + 1;
   return b.latin1Slice(start, end);
+}
+
+/**
+ * Short string values of a resource (a status, a mode) are cached per key: the same bytes give the
+ * same string, made once. A thing's state keeps its resources' values until its next observation,
+ * so each new string outlives the young generation and is copied and promoted, and the store of a
+ * young string into an old state is one more slot for every scavenge to visit; a cached one is old.
+ * Values longer than `MAX_VALUE` bytes (positions, ids) are not cached, nor those of a key that
+ * misses more than one lookup in `VALUE_MISS_SHARE` over a window of `VALUE_WINDOW` (the cache
+ * would only churn), for as long as the key stays in the key cache.
+ */
+const VALUE_SLOTS = 256;
+const MAX_VALUE = 16;
+const VALUE_WINDOW = 1024;
+const VALUE_MISS_SHARE = 4;
+
+/** A string value of the inner key `k` at `pos` (its opening quote), through `k`'s cache; DECLINE to decline. */
+function scanValue(b: Slicing, n: number, k: Key): unknown {
+  const values = k.values;
+  if (values === null) return scanString(b, n);
+  const start = pos + 1;
+  const end = stringEnd(b, start, n);
+  if (end < 0) return DECLINE;
+  pos = end + 1;
+  const length = end - start;
+  if (length > MAX_VALUE) return b.latin1Slice(start, end);
+  let h = 0;
+  for (let i = start; i < end; i++) h = (Math.imul(h, 31) + b[i]!) | 0;
+  const slot = (h ^ (h >>> 8)) & (VALUE_SLOTS - 1);
+  const cached = values === undefined ? undefined : values[slot];
+  if (cached !== undefined && cached.length === length && sameText(cached, b, start)) {
+    if (++k.lookups === VALUE_WINDOW) judgeValues(k);
+    return cached;
+  }
+  const text = b.latin1Slice(start, end);
+  if (values === undefined) (k.values = new Array<string | undefined>(VALUE_SLOTS).fill(undefined))[slot] = text;
+  else values[slot] = text;
+  k.misses++;
+  if (++k.lookups === VALUE_WINDOW) judgeValues(k);
+  return text;
+}
+
+/** At the end of a window of lookups: stop caching the key's values if too many missed, else count again. */
+function judgeValues(k: Key): void {
+  if (k.misses * VALUE_MISS_SHARE > k.lookups) k.values = null;
+  k.lookups = 0;
+  k.misses = 0;
+}
+
+/** Whether `b` holds `text`'s characters (latin1) at `start`. */
+function sameText(text: string, b: Uint8Array, start: number): boolean {
+  for (let j = 0; j < text.length; j++) if (text.charCodeAt(j) !== b[start + j]) return false;
+  return true;
 }
 
 /** The closing quote of a string from `i` of printable ASCII without escapes; -1 for any other. */

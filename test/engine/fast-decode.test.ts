@@ -5,6 +5,7 @@ import {
   decodeBytes,
   decodeBytesByJsonParse,
   decodeDevicePayload,
+  decodeValue,
   scanObservation,
   type Ingested,
   type SourcePosition,
@@ -272,5 +273,91 @@ describe("the fast path declines what it does not read exactly", () => {
       const v = (scanObservation(bytes(`{"n":${t}}`)) as { n: number }).n;
       expect(Object.is(v, JSON.parse(t))).toBe(true);
     }
+  });
+});
+
+describe("short string values come from a cache per key, always the input's text", () => {
+  const state = (key: string, value: string): Uint8Array => bytes(`{"s":{${JSON.stringify(key)}:"${value}"}}`);
+  const valueOf = (key: string, b: Uint8Array): unknown =>
+    (scanObservation(b) as { s: Record<string, unknown> }).s[key];
+
+  it("the same bytes give the same string; other bytes in the same slot give theirs", () => {
+    const first = valueOf("vc1", state("vc1", "s12"));
+    expect(first).toBe("s12");
+    expect(valueOf("vc1", state("vc1", "s12"))).toBe(first);
+    // Every two-letter value meets another in the key's 256 slots: each read after a replacement is the new text.
+    const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    const values = Array.from({ length: 2_000 }, (_, i) => `v${letters[i % letters.length]}${i % 7}`);
+    for (let round = 0; round < 3; round++) for (const v of values) expect(valueOf("vc1", state("vc1", v))).toBe(v);
+  });
+
+  it("values that differ in length only, or share a prefix, stay apart", () => {
+    for (const v of ["a", "ab", "abc", "ab", "a", "", "abc", "abd"]) expect(valueOf("vc2", state("vc2", v))).toBe(v);
+  });
+
+  it("a key whose values are too varied stops caching and still reads every value", () => {
+    for (let i = 0; i < 5_000; i++) expect(valueOf("vc3", state("vc3", `id-${i}`))).toBe(`id-${i}`);
+    expect(valueOf("vc3", state("vc3", "s1"))).toBe("s1");
+  });
+
+  it("a value longer than the cached ones is read as it is", () => {
+    const long = "59.12345,10.12345";
+    expect(valueOf("vc4", state("vc4", long))).toBe(long);
+    expect(valueOf("vc4", state("vc4", `${long}9`))).toBe(`${long}9`);
+  });
+
+  it("a cached value is not taken for different bytes when the input's memory is reused", () => {
+    const b = state("vc5", "on");
+    expect(valueOf("vc5", b)).toBe("on");
+    b.set(bytes("no"), b.length - 5);
+    expect(valueOf("vc5", b)).toBe("no");
+  });
+
+  it("random values of few keys, many colliding: JSON.parse's", () => {
+    const shortText = fc.stringMatching(/^[a-c0-2]{0,4}$/);
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom("vc6", "vc7", "temp"), shortText), { minLength: 1, maxLength: 40 }),
+        (members) => {
+          for (const [k, v] of members) agrees(state(k, v));
+          return true;
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe("an input that reads as its observation is the observation", () => {
+  const text = '{"thingName":"t1","timestamp":5,"state":{"a":1},"extra":true}';
+
+  it("from the bytes and from a JSON value, with the input's other members", () => {
+    const fromBytes = decodeBytes(bytes(text), position);
+    expect(fromBytes.observation).toBe(fromBytes.input);
+    expect(fromBytes.observation).toMatchObject({ thingName: "t1", timestamp: 5, state: { a: 1 } });
+    expect(fromBytes.observation?.nested).toBeUndefined();
+    const value = JSON.parse(text) as unknown;
+    expect(decodeValue(value, position).observation).toBe(value);
+  });
+
+  it("not when the decode gives it something of its own", () => {
+    const made = [
+      '{"thingName":"t1","timestamp":"2025-11-13T00:00:00Z","state":{}}',
+      '{"thingName":"t1","timestamp":5}',
+      '{"timestamp":5,"state":{}}',
+      '{"thingName":"t1","timestamp":5,"state":{},"nested":[]}',
+    ];
+    for (const t of made) {
+      const d = decodeBytes(bytes(t), position, { key: "k" });
+      expect(d.observation).toBeDefined();
+      expect(d.observation).not.toBe(d.input);
+      expect(Object.keys(d.observation!)).toStrictEqual(["thingName", "timestamp", "state", "nested"]);
+    }
+  });
+
+  it("not a device's: the bridge forwards its observations as JSON, without the input's other members", () => {
+    const [d] = decodeDevicePayload("t1", bytes(text), position);
+    expect(d!.observation).not.toBe(d!.input);
+    expect(JSON.stringify(d!.observation)).toBe('{"thingName":"t1","timestamp":5,"state":{"a":1}}');
   });
 });
