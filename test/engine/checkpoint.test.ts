@@ -198,6 +198,70 @@ describe("checkpoints and the Kafka source (real Kafka, real SQLite)", () => {
     expect(expected.length).toBeGreaterThan(100);
     expect([...new Set(accepted)].sort()).toEqual(expected.sort());
   }, 120_000);
+
+  it("a rebalance while a batch is handled checkpoints and commits what was handed over before joining again", async () => {
+    const topic = `ckpt-rebalance-${randomUUID()}`;
+    const groupId = `g-${topic}`;
+    await createTopic(brokers, topic, 2);
+    const db = database();
+    let evaluated = 0;
+    let joins = 0;
+    const engine = new RuleEngine({
+      resolveThing,
+      state: new SqliteStateStore(db),
+      sink: { accept: async () => {} },
+      // No checkpoint but the one the rebalance takes: before it, nothing is committed.
+      checkpointMs: Infinity,
+      onBatch: (r) => (evaluated += r.accepted),
+    });
+    engine.load([hotTwice]);
+    // 30 s of handling at the pace below: the rebalance comes while batches are handled.
+    const STREAM = 50_000;
+    for (let from = 0; from < STREAM; from += 10_000) await produce(topic, from, from + 10_000);
+    const source = new KafkaObservationSource({
+      brokers: brokers.split(","),
+      topic,
+      groupId,
+      chunkSize: 100,
+      checkpoint: () => engine.checkpoint(),
+      onRebalance: () => {
+        joins++;
+        void engine.resync();
+      },
+    });
+    sources.push(source);
+    // A slow handler, so that the heartbeat which learns of the rebalance comes inside a batch.
+    const slow = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    void source.start(async (raws) => {
+      await slow(60);
+      return engine.handle(decodeMessages(raws));
+    });
+    await until(async () => evaluated >= 300, 30_000, "a few chunks handled");
+    expect(await committed(groupId, topic)).toEqual(
+      new Map([
+        [0, "-1"],
+        [1, "-1"],
+      ]),
+    );
+    // A second member joins the group (it reads nothing and commits nothing): the group rebalances.
+    const other = kafka.consumer({ groupId });
+    await other.connect();
+    try {
+      await other.subscribe({ topic, fromBeginning: true });
+      await other.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: async () => {} });
+      await until(async () => joins >= 2, 60_000, "the source to join the group again");
+      // Committed before the source joined again, by the checkpoint the rebalance took.
+      const offsets = await committed(groupId, topic);
+      const committedCount = [...offsets.values()].reduce((n, o) => n + Math.max(0, Number(o)), 0);
+      expect(committedCount).toBeGreaterThan(0);
+      // The durable state covers at least what is committed: each observation counted in it once.
+      const counted = rows(db).reduce((n, r) => n + r.seq, 0);
+      expect(counted).toBeGreaterThanOrEqual(committedCount);
+      expect(counted).toBeLessThanOrEqual(evaluated);
+    } finally {
+      await other.disconnect();
+    }
+  }, 120_000);
 });
 
 describe("checkpoints without Kafka", () => {
