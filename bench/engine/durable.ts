@@ -87,7 +87,11 @@ export async function runDurable(
       const inFlight: Promise<unknown>[] = [];
       let since = performance.now();
       for (let s = start; s < end; s += chunkSize) {
-        inFlight.push(engine.handle(decodeMessages(chunk(s, Math.min(end, s + chunkSize)))));
+        const handled = engine.handle(decodeMessages(chunk(s, Math.min(end, s + chunkSize))));
+        // Awaited in order below: a failure of a later chunk while an earlier one is awaited (or after
+        // an earlier one threw) is not an unhandled rejection that hides the first failure.
+        handled.catch(() => undefined);
+        inFlight.push(handled);
         if (inFlight.length >= depth) await inFlight.shift();
         if (durable === undefined) continue;
         const now = performance.now();
@@ -226,7 +230,10 @@ function openDurable(
   const dir = mkdtempSync(join(tmpdir(), "dms-bench-engine-"));
   const db = openDatabase({ dataDir: dir, migrations });
   const checkpointer = startCheckpointer(db);
-  const observations = openObservations({ dataDir: dir, db, writerThread: true });
+  // The store's clock is the observations' time, as for a live stream: their day is open (no thing
+  // index per row, no column cache rebuilt beside the inserts). On the machine's clock the workload's
+  // fixed timestamps are a past day, closed a minute into the run, and every row was a late one.
+  const observations = openObservations({ dataDir: dir, db, writerThread: true, clock });
   const state = variant.stateInMemory
     ? new MemoryStateStore()
     : new SqliteStateStore(db, { writerThread: variant.writerThread });

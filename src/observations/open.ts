@@ -21,6 +21,7 @@ export interface OpenObservationsOptions {
   db: Db;
   /** Writes on a thread of their own (the engine's process); else on this thread (retention, tools). */
   writerThread: boolean;
+  /** What says which days have closed (their thing index built); a writer thread's runs from its reading at open. */
   clock?: () => number;
   /** How often the writer thread's column builder looks for closed days to take apart (tests shorten it). */
   columnsEveryMs?: number;
@@ -55,6 +56,7 @@ export function openObservations(options: OpenObservationsOptions): OpenedObserv
         db.name,
         options.columnsEveryMs,
         Number(db.pragma("wal_autocheckpoint", { simple: true })),
+        options.clock === undefined ? 0 : options.clock() - Date.now(),
       )
     : new SqliteObservationStore(db, options.clock);
   return {

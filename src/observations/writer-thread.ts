@@ -9,11 +9,11 @@ import type { WriterRequest, WriterData } from "./writer.js";
  * retention deletes and the index builds run here, on the machine's other core.
  * Requests are handled one at a time, in the order posted.
  */
-const { file, walAutocheckpoint } = workerData as WriterData;
+const { file, walAutocheckpoint, clockOffsetMs } = workerData as WriterData;
 // A checkpointer thread copies the WAL back (`open.ts`): a commit that did it would hold the next batch up on its fsyncs.
 const db = openWriterConnection(file, walAutocheckpoint);
 // The column cache is built by a thread of its own (`columns-thread.ts`), not between inserts.
-const partitions = new ObservationPartitions(db, Date.now, false);
+const partitions = new ObservationPartitions(db, () => Date.now() + clockOffsetMs, false);
 const port = parentPort!;
 
 port.on("message", (request: WriterRequest) => {

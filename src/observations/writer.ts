@@ -14,6 +14,11 @@ export interface WriterData {
   file: string;
   /** Pages of WAL past which a commit checkpoints: raised when a checkpointer thread does it (`open.ts`). */
   walAutocheckpoint: number;
+  /**
+   * The process clock's lead over `Date.now` when the store opened (a clock cannot cross to the
+   * thread): the writer's clock, which says which days have closed, runs from the same reading.
+   */
+  clockOffsetMs: number;
 }
 
 export type WriterRequest =
@@ -36,10 +41,10 @@ export class ThreadedObservationStore implements ObservationStore {
   /** Builds the closed days' column cache beside the writer (`columns-thread.ts`), never in its way. */
   private readonly columnBuilder: Worker;
 
-  constructor(file: string, columnsEveryMs = MAINTAIN_EVERY_MS, walAutocheckpoint = 1000) {
+  constructor(file: string, columnsEveryMs = MAINTAIN_EVERY_MS, walAutocheckpoint = 1000, clockOffsetMs = 0) {
     this.thread = new ThreadCalls(
       new URL("./writer.mjs", import.meta.url),
-      { file, walAutocheckpoint } satisfies WriterData,
+      { file, walAutocheckpoint, clockOffsetMs } satisfies WriterData,
       "observation writer",
     );
     this.columnBuilder = new Worker(fileURLToPath(new URL("./column-builder.mjs", import.meta.url)), {

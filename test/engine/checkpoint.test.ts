@@ -120,10 +120,8 @@ describe("checkpoints and the Kafka source (real Kafka, real SQLite)", () => {
     return source;
   }
 
-  it("does not commit past the last durable checkpoint", async () => {
-    const topic = `ckpt-commit-${randomUUID()}`;
-    await createTopic(brokers, topic, 1);
-    const db = database();
+  /** An engine on `db` that checkpoints only when asked, and the observations it handled. */
+  function checkpointedOnRequest(db: Db): { engine: RuleEngine; evaluated: () => number } {
     let evaluated = 0;
     const engine = new RuleEngine({
       resolveThing,
@@ -133,9 +131,17 @@ describe("checkpoints and the Kafka source (real Kafka, real SQLite)", () => {
       onBatch: (r) => (evaluated += r.accepted),
     });
     engine.load([hotTwice]);
+    return { engine, evaluated: () => evaluated };
+  }
+
+  it("does not commit past the last durable checkpoint", async () => {
+    const topic = `ckpt-commit-${randomUUID()}`;
+    await createTopic(brokers, topic, 1);
+    const db = database();
+    const { engine, evaluated } = checkpointedOnRequest(db);
     await produce(topic, 0, 500);
     consume(topic, engine);
-    await until(async () => evaluated === 500, 30_000, "500 observations handled");
+    await until(async () => evaluated() === 500, 30_000, "500 observations handled");
     // Handled (actions accepted, and resolved so the fetch moved on) but in no checkpoint: not committed.
     await new Promise((r) => setTimeout(r, 500));
     expect((await committed(`g-${topic}`, topic)).get(0)).toBe("-1");
@@ -197,6 +203,62 @@ describe("checkpoints and the Kafka source (real Kafka, real SQLite)", () => {
     const expected = reference.process(all).actions.map(trigger);
     expect(expected.length).toBeGreaterThan(100);
     expect([...new Set(accepted)].sort()).toEqual(expected.sort());
+  }, 120_000);
+
+  it("a rebalance while a batch is handled checkpoints and commits what was handed over before joining again", async () => {
+    const topic = `ckpt-rebalance-${randomUUID()}`;
+    const groupId = `g-${topic}`;
+    await createTopic(brokers, topic, 2);
+    const db = database();
+    let joins = 0;
+    // No checkpoint but the one the rebalance takes: before it, nothing is committed.
+    const { engine, evaluated } = checkpointedOnRequest(db);
+    // 30 s of handling at the pace below: the rebalance comes while batches are handled.
+    const STREAM = 50_000;
+    for (let from = 0; from < STREAM; from += 10_000) await produce(topic, from, from + 10_000);
+    const source = new KafkaObservationSource({
+      brokers: brokers.split(","),
+      topic,
+      groupId,
+      chunkSize: 100,
+      checkpoint: () => engine.checkpoint(),
+      onRebalance: () => {
+        joins++;
+        void engine.resync();
+      },
+    });
+    sources.push(source);
+    // A slow handler, so that the heartbeat which learns of the rebalance comes inside a batch.
+    const slow = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    void source.start(async (raws) => {
+      await slow(60);
+      return engine.handle(decodeMessages(raws));
+    });
+    await until(async () => evaluated() >= 300, 30_000, "a few chunks handled");
+    expect(await committed(groupId, topic)).toEqual(
+      new Map([
+        [0, "-1"],
+        [1, "-1"],
+      ]),
+    );
+    // A second member joins the group (it reads nothing and commits nothing): the group rebalances.
+    const other = kafka.consumer({ groupId });
+    await other.connect();
+    try {
+      await other.subscribe({ topic, fromBeginning: true });
+      await other.run({ autoCommit: false, eachBatchAutoResolve: false, eachBatch: async () => {} });
+      await until(async () => joins >= 2, 60_000, "the source to join the group again");
+      // Committed before the source joined again, by the checkpoint the rebalance took.
+      const offsets = await committed(groupId, topic);
+      const committedCount = [...offsets.values()].reduce((n, o) => n + Math.max(0, Number(o)), 0);
+      expect(committedCount).toBeGreaterThan(0);
+      // The durable state covers at least what is committed: each observation counted in it once.
+      const counted = rows(db).reduce((n, r) => n + r.seq, 0);
+      expect(counted).toBeGreaterThanOrEqual(committedCount);
+      expect(counted).toBeLessThanOrEqual(evaluated());
+    } finally {
+      await other.disconnect();
+    }
   }, 120_000);
 });
 

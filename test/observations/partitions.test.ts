@@ -39,9 +39,9 @@ afterEach(async () => {
 });
 
 /** A data directory with the service's database and the observation file, written by the writer thread or not. */
-function open(writerThread: boolean, dir = mkdtempSync(join(tmpdir(), "dms-partitions-"))) {
+function open(writerThread: boolean, dir = mkdtempSync(join(tmpdir(), "dms-partitions-")), now = T0 + 30 * DAY_MS) {
   const db = openDatabase({ dataDir: dir, migrations });
-  const observations = openObservations({ dataDir: dir, db, writerThread, clock: () => T0 + 30 * DAY_MS });
+  const observations = openObservations({ dataDir: dir, db, writerThread, clock: () => now });
   opened.push({ dir, db, observations });
   return { dir, db, ...observations };
 }
@@ -199,6 +199,22 @@ describe.each([
     await o.store.maintain();
     expect(indexes()).toBe(1);
     expect(byThing()).toHaveLength(1);
+  });
+
+  it("leaves the day that is open by the store's clock without its thing index, whatever the machine's clock says", async () => {
+    // The writer thread takes the store's clock too: a stream's rows of today are not late rows of a closed day.
+    const o = open(writerThread, undefined, T0 + DAY_MS / 2);
+    await o.store.insertBatch([{ document: doc(T0, "a") }, { document: doc(T0 - DAY_MS, "b") }]);
+    await o.store.maintain();
+    const file = new Database(join(o.dir, OBSERVATIONS_FILE), { readonly: true });
+    const indexed = file
+      .prepare<[], { name: string }>("SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE '%thing_ts'")
+      .all()
+      .map((r) => r.name);
+    file.close();
+    // The day before T0 has closed; T0's has not.
+    expect(indexed).toHaveLength(1);
+    expect(indexed[0]).not.toContain(String(Math.floor(T0 / DAY_MS)));
   });
 });
 

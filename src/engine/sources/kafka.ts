@@ -32,6 +32,15 @@ export interface KafkaSourceOptions {
 export type Handled = { checkpointed?: Promise<void> } | void;
 type KafkaHandler = (batch: readonly RawObservation[]) => Promise<Handled>;
 
+/**
+ * The group is rebalancing and this member's generation is still current, so the broker takes its
+ * commits (kafkajs's `isRebalancing` also counts a lost coordinator or generation, where it does not).
+ */
+function rebalancing(err: unknown): boolean {
+  const type = (err as { type?: unknown } | null)?.type;
+  return type === "REBALANCE_IN_PROGRESS";
+}
+
 /** Chunks handed to the engine before the first of them is handled (see `eachBatch`). */
 const CHUNKS_IN_FLIGHT = 3;
 
@@ -109,7 +118,7 @@ export class KafkaObservationSource implements ObservationSource {
         // Offsets are resolved in order, each once its chunk is handled (actions in the sink, rows
         // stored), so that the fetch moves on; committed once a checkpoint covers the chunk.
         const inFlight: { handled: Promise<Handled>; last: string }[] = [];
-        const settleOldest = async (): Promise<void> => {
+        const settleOldest = async (beat = true): Promise<void> => {
           const { handled, last } = inFlight.shift()!;
           const { checkpointed } = (await handled) ?? {};
           // A seek since (this or another chunk failed): the fetch starts over there, nothing here counts.
@@ -123,7 +132,7 @@ export class KafkaObservationSource implements ObservationSource {
               (err: unknown) => this.goBack(consumer, partition, epoch, err),
             );
           onLag?.(partition, Math.max(0, Number(batch.highWatermark) - Number(last) - 1));
-          await heartbeat();
+          if (beat) await heartbeat();
         };
         try {
           for (let start = 0; start < messages.length; start += chunkSize) {
@@ -142,6 +151,14 @@ export class KafkaObservationSource implements ObservationSource {
           }
           while (inFlight.length > 0) await settleOldest();
         } catch (err) {
+          if (rebalancing(err) && this.epochOf(partition) === epoch) {
+            // The heartbeat says the group is rebalancing: this consumer still owns its partitions
+            // until it joins again, which kafkajs does once this handler throws. Before that, what
+            // was handed over is checkpointed and committed, so the next owner (or this one, after
+            // `resync`) goes on from there instead of replaying everything since the last checkpoint.
+            await this.handOver(inFlight, settleOldest);
+            throw err;
+          }
           // A failed chunk: the engine went back to its last checkpoint, so the partition goes back to
           // its committed offset (no checkpoint has passed it), not merely to the failed chunk.
           this.goBack(consumer, partition, epoch, err);
@@ -150,6 +167,24 @@ export class KafkaObservationSource implements ObservationSource {
         }
       },
     });
+  }
+
+  /**
+   * The group is rebalancing (eager protocol: every member gives its partitions up and joins again):
+   * settles the chunks still in flight, takes a checkpoint covering every chunk handed over
+   * (`checkpoint`) and waits for the commits it allows. A commit the broker refuses, or a
+   * checkpoint that fails, leaves things as they were without it: the next owner starts at the
+   * offset committed before, which the checkpoints cover too. Without `checkpoint` only the chunks
+   * in flight are settled.
+   */
+  private async handOver(inFlight: readonly unknown[], settleOldest: (beat: boolean) => Promise<void>): Promise<void> {
+    try {
+      while (inFlight.length > 0) await settleOldest(false);
+      await this.options.checkpoint?.();
+      await Promise.all(this.commits.values());
+    } catch (err) {
+      this.options.logger?.warn({ err, topic: this.options.topic }, "no checkpoint before the rebalance");
+    }
   }
 
   /** The partition's seeks so far: a chunk handed over before the last one counts for nothing. */
