@@ -17,6 +17,7 @@ import { migrations } from "../../src/migrations.js";
 import { openObservations, type OpenedObservations, type ObservationColumns } from "../../src/observations/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { openDatabase, startCheckpointer } from "../../src/store/index.js";
+import { WORKLOAD_EPOCH_MS } from "./workload.js";
 
 /** The engine as the service runs it, by default (`DMS_ENGINE_*` in the environment change it, as for the service). */
 const service = loadConfig(process.env);
@@ -60,7 +61,7 @@ export async function runDurable(
   variants: readonly DurableVariant[] = [],
 ): Promise<DurableFigures> {
   const discard = { accept: async (_: TriggeredAction[]): Promise<void> => {} };
-  const clock = (): number => 1_763_000_000_000;
+  const clock = (): number => WORKLOAD_EPOCH_MS;
   const opened: OpenedDurable[] = [];
   try {
     const main = openDurable(

@@ -27,7 +27,7 @@ import { peerSection } from "./peer/report.js";
 import { fmt, header, loadAverage, table, writeSection } from "./report.js";
 import { RULES_PER_TYPE_SWEEP, sweepRules } from "./sweep.js";
 import { runDurable, type DurableFigures, type DurableVariant } from "./durable.js";
-import { thingResolver, workload, type Workload } from "./workload.js";
+import { thingResolver, workload, WORKLOAD_EPOCH_MS, type Workload } from "./workload.js";
 
 /** The engine as the service runs it, by default (`DMS_ENGINE_*` in the environment change it, as for the service). */
 const service = loadConfig(process.env);
@@ -70,7 +70,7 @@ async function run(): Promise<void> {
     resolveThing,
     state: new MemoryStateStore(),
     sink: discard,
-    clock: () => 1_763_000_000_000,
+    clock: () => WORKLOAD_EPOCH_MS,
   });
   mainEngine.load(w.rules);
   const main = { rate: 0, seconds: 0, triggered: 0, matched: 0 };
@@ -384,7 +384,7 @@ function runEngine(
     resolveThing,
     state: new MemoryStateStore(),
     sink: discard,
-    clock: () => 1_763_000_000_000,
+    clock: () => WORKLOAD_EPOCH_MS,
     ...extra,
   });
   engine.load(w.rules);

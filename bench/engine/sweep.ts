@@ -5,7 +5,7 @@
  */
 import { performance } from "node:perf_hooks";
 import { decodeMessages, MemoryStateStore, RuleEngine, type RawObservation } from "../../src/engine/index.js";
-import { thingResolver, workload } from "./workload.js";
+import { thingResolver, workload, WORKLOAD_EPOCH_MS } from "./workload.js";
 
 export const RULES_PER_TYPE_SWEEP = [10, 30, 100, 300, 1000];
 
@@ -33,7 +33,7 @@ export function sweepRules(
       resolveThing: thingResolver(w.things),
       state: new MemoryStateStore(),
       sink: { accept: async () => {} },
-      clock: () => 1_763_000_000_000,
+      clock: () => WORKLOAD_EPOCH_MS,
     });
     engine.load(w.rules);
     let engineMs = 0;

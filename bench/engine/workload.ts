@@ -29,6 +29,9 @@ export interface Workload {
   thingOf(i: number): string;
 }
 
+/** The workload's observations are timestamped from here on, one millisecond apart: a live stream's day. */
+export const WORKLOAD_EPOCH_MS = 1_763_000_000_000;
+
 export const STATUSES = Array.from({ length: 50 }, (_, i) => `s${i}`);
 // Positions fall uniformly in a 1 x 1 degree box.
 const LON0 = 10;
@@ -72,7 +75,7 @@ export function workload(
       const thing = things[thingIndex(seed, i, things.length)]!;
       const lat = (LAT0 + m()).toFixed(5);
       const lon = (LON0 + m()).toFixed(5);
-      return `{"thingName":"${thing.thingName}","timestamp":${1_763_000_000_000 + i},"state":{"temp":${Math.floor(m() * 1000)},"hum":${Math.floor(m() * 1000)},"press":${Math.floor(m() * 1000)},"status":"${STATUSES[Math.floor(m() * STATUSES.length)]}","latlng":"${lat},${lon}"}}`;
+      return `{"thingName":"${thing.thingName}","timestamp":${WORKLOAD_EPOCH_MS + i},"state":{"temp":${Math.floor(m() * 1000)},"hum":${Math.floor(m() * 1000)},"press":${Math.floor(m() * 1000)},"status":"${STATUSES[Math.floor(m() * STATUSES.length)]}","latlng":"${lat},${lon}"}}`;
     },
   };
 }
@@ -93,7 +96,7 @@ export function memoryEngine(w: Workload, rules: readonly Rule[]): RuleEngine {
     resolveThing: thingResolver(w.things),
     state: new MemoryStateStore(),
     sink: { accept: async (_: readonly TriggeredAction[]): Promise<void> => {} },
-    clock: () => 1_763_000_000_000,
+    clock: () => WORKLOAD_EPOCH_MS,
   });
   engine.load([...rules]);
   return engine;

@@ -27,7 +27,7 @@ import { openDatabase, startCheckpointer } from "../../src/store/index.js";
 import { createTopic, startKafka } from "../../test/support/kafka.js";
 import { recordFigures } from "../charts.js";
 import { fmt, header, loadAverage, table, writeSection } from "../engine/report.js";
-import { thingResolver, workload } from "../engine/workload.js";
+import { thingResolver, workload, WORKLOAD_EPOCH_MS } from "../engine/workload.js";
 
 /** The engine as the service runs it, by default (`DMS_ENGINE_*` in the environment change it, as for the service). */
 const service = loadConfig(process.env);
@@ -143,8 +143,11 @@ async function engineRun(
   const db = openDatabase({ dataDir: dir, migrations });
   // As the service runs the engine: WAL checkpoints on their own thread.
   const checkpointer = startCheckpointer(db);
-  // As the service runs it: observations in their own file, written by a thread of their own.
-  const observations = durable ? openObservations({ dataDir: dir, db, writerThread: true }) : undefined;
+  // As the service runs it: observations in their own file, written by a thread of their own. The
+  // store's clock is the workload's time, as for a live stream: their day is open (see bench/engine/durable.ts).
+  const observations = durable
+    ? openObservations({ dataDir: dir, db, writerThread: true, clock: () => WORKLOAD_EPOCH_MS })
+    : undefined;
   // As the service runs it (service.DMS_ENGINE_STATE_THREAD).
   const state = durable ? new SqliteStateStore(db, { writerThread: stateWriterThread }) : new MemoryStateStore();
   const engine = new RuleEngine({
