@@ -735,7 +735,11 @@ export class RuleEngine {
       if (own !== undefined) fired = this.thresholds.count(own, ctx, rt, seq, now, fired);
     }
 
-    if (armed > 0 && st.thresholds !== undefined) rt.armed = this.thresholds.prune(st.thresholds, ctx, seq, now);
+    // The prune first: the entries it ends are the ones the rules new to the thing take over.
+    if (armed > 0 && st.thresholds !== undefined) {
+      const live = this.thresholds.prune(st.thresholds, ctx, seq, now);
+      rt.armed = live + this.thresholds.settle(st, seq, now);
+    } else this.thresholds.settle(st, seq, now);
 
     // Merge after evaluating: expressions saw the state before this observation.
     if (rt.blank) {

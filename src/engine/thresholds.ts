@@ -1,6 +1,6 @@
 import type { CompiledRule, EvalContext, RuleSet } from "./compile/index.js";
 import type { RuleIndex } from "./rule-index.js";
-import { isLive, type ThresholdState } from "./state/index.js";
+import { isLive, type ThingState, type ThresholdState } from "./state/index.js";
 import type { Runtime } from "./runtimes.js";
 
 /**
@@ -19,16 +19,23 @@ export class Thresholds {
   /** Rule matches counted since `reset` (all expressions true), for the benchmark. */
   matches = 0;
   private readonly matched: CompiledRule[] = [];
+  /** Rules that matched the current observation with no entry for the thing: `settle` makes theirs. */
+  private readonly fresh: CompiledRule[] = [];
+  private freshCount = 0;
 
   constructor(private readonly rules: RuleIndex) {}
 
   /**
    * Counts the rules of `set` that match the observation in `ctx` for the thing `rt` (its `seq`-th
    * observation): those that reach their threshold are added to `fired` from index `fired` on.
-   * Returns the new number of fired rules.
+   * Returns the new number of fired rules. A matching rule without an entry for the thing is
+   * counted here (a fresh entry's count is 1: it fires when the rule's count is 1) but its entry is
+   * only made by `settle`, after the `prune`: it then takes over an entry this observation ended
+   * instead of growing the thing's list (one entry per rule live at once, not per rule live in
+   * two observations in a row: half the entries, each one allocated and promoted).
    */
   count(set: RuleSet, ctx: EvalContext, rt: Runtime, seq: number, now: number, fired: number): number {
-    const st = rt.state;
+    const list = rt.state.thresholds;
     const matched = this.matched;
     const n = set.matches(ctx, matched);
     const domains = rt.domains;
@@ -38,24 +45,22 @@ export class Thresholds {
       if (rule.domain !== own && !domains.has(rule.domain)) continue;
       this.matches++;
       rt.armed++;
-      let list = st.thresholds;
-      if (list === undefined) list = st.thresholds = [];
       let th: ThresholdState | undefined;
-      let inert: ThresholdState | undefined;
-      for (let j = 0; j < list.length; j++) {
-        const e = list[j]!;
-        if (e.ruleId === rule.id) {
-          th = e;
-          break;
+      if (list !== undefined)
+        for (let j = 0; j < list.length; j++) {
+          const e = list[j]!;
+          if (e.ruleId === rule.id) {
+            th = e;
+            break;
+          }
         }
-        if (inert === undefined && !isLive(e)) inert = e;
-      }
       if (th === undefined) {
-        if (inert === undefined)
-          list.push((th = { ruleId: rule.id, count: 0, lastFiredAt: 0, lastSeq: -1, version: 0 }));
-        else (th = inert).ruleId = rule.id;
-        startOver(th, rule.version);
-      } else if (th.version !== rule.version) {
+        // What a new entry would hold: count 1, fired at once when the rule's count is 1.
+        this.fresh[this.freshCount++] = rule;
+        if (rule.count <= 1) this.fired[fired++] = rule;
+        continue;
+      }
+      if (th.version !== rule.version) {
         // Counted under the rule's previous conditions (kept in the database while the rule changed).
         // An entry from before versions existed has none: it keeps its count, as it always has.
         if (th.version === undefined) th.version = rule.version;
@@ -72,6 +77,39 @@ export class Thresholds {
       }
     }
     return fired;
+  }
+
+  /**
+   * Makes the entries of the rules `count` found without one (after `prune`, so that they take over
+   * the entries it made inert): each as a new entry would be after one match. Returns how many of
+   * them are live.
+   */
+  settle(st: ThingState, seq: number, now: number): number {
+    const k = this.freshCount;
+    if (k === 0) return 0;
+    this.freshCount = 0;
+    let list = st.thresholds;
+    if (list === undefined) list = st.thresholds = [];
+    let live = 0;
+    let j = 0;
+    for (let f = 0; f < k; f++) {
+      const rule = this.fresh[f]!;
+      while (j < list.length && isLive(list[j]!)) j++;
+      let th: ThresholdState;
+      if (j < list.length) (th = list[j]!).ruleId = rule.id;
+      else list.push((th = { ruleId: rule.id, count: 0, lastFiredAt: 0, lastSeq: -1, version: 0 }));
+      th.version = rule.version;
+      th.lastSeq = seq;
+      if (rule.count <= 1) {
+        th.count = 0;
+        th.lastFiredAt = rule.intervalMs > 0 ? now : 0;
+      } else {
+        th.count = 1;
+        th.lastFiredAt = 0;
+      }
+      if (isLive(th)) live++;
+    }
+    return live;
   }
 
   /**
