@@ -1,5 +1,13 @@
 import type { Rule } from "../rule-model/index.js";
-import { compileRule, conditionsOf, RuleSet, type CompiledRule, type CompileOptions } from "./compile/index.js";
+import {
+  compileRule,
+  conditionsOf,
+  RuleSet,
+  splitResource,
+  type CompiledRule,
+  type CompileOptions,
+  type EvalContext,
+} from "./compile/index.js";
 
 /** A thing type's rules: those for every thing of the type, and those naming things (`thingNames`). */
 export interface TypeRules {
@@ -14,6 +22,11 @@ export interface TypeRules {
 export class RuleIndex {
   private readonly rules = new Map<string, CompiledRule>();
   private readonly types = new Map<string, TypeRules>();
+  /**
+   * Every resource of the thing's own that some rule's items name, or undefined when some item
+   * names a nested resource (`<type>.<resource>`): see `concernsAll`.
+   */
+  private named: string[] | undefined = [];
 
   constructor(
     private readonly compile: CompileOptions | undefined,
@@ -35,6 +48,7 @@ export class RuleIndex {
     }
     this.types.clear();
     for (const type of new Set([...this.rules.values()].map((r) => r.thingType))) this.rebuild(type);
+    this.named = namedResources(this.rules.values());
     return errors;
   }
 
@@ -49,6 +63,7 @@ export class RuleIndex {
     else this.rules.delete(id);
     if (before) this.rebuild(before.thingType);
     if (compiled && compiled.thingType !== before?.thingType) this.rebuild(compiled.thingType);
+    this.named = namedResources(this.rules.values());
     return !rule || !before || conditionsOf(before.rule) !== conditionsOf(rule);
   }
 
@@ -58,6 +73,18 @@ export class RuleIndex {
 
   rule(id: string): CompiledRule | undefined {
     return this.rules.get(id);
+  }
+
+  /**
+   * Whether the observation in `ctx` carries every resource any rule names, so that every rule's
+   * `concerns` is true: the same own-key test, made once for all rules rather than once per rule.
+   */
+  concernsAll(ctx: EvalContext): boolean {
+    const named = this.named;
+    if (named === undefined) return false;
+    const os = ctx.os;
+    for (let i = 0; i < named.length; i++) if (!Object.hasOwn(os, named[i]!)) return false;
+    return true;
   }
 
   ofType(thingType: string): TypeRules | undefined {
@@ -86,4 +113,16 @@ export class RuleIndex {
       byThing: new Map([...byThingLists].map(([name, list]) => [name, new RuleSet(list, this.indexed)])),
     });
   }
+}
+
+/** The own resources the rules' items name (`CompiledRule.concerns`), or undefined when one names a nested resource. */
+function namedResources(rules: Iterable<CompiledRule>): string[] | undefined {
+  const names = new Set<string>();
+  for (const r of rules)
+    for (const item of r.rule.expression) {
+      const { type, name } = splitResource(item.resource);
+      if (type !== undefined) return undefined;
+      names.add(name);
+    }
+  return [...names];
 }

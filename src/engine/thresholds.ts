@@ -122,6 +122,10 @@ export class Thresholds {
    */
   prune(list: ThresholdState[], ctx: EvalContext, seq: number, now: number): number {
     let live = 0;
+    // Whether the observation carries every resource any rule names (asked once, when a count
+    // needs it): then it concerns every rule, and a count it did not continue ends without
+    // looking its rule up by id (the usual case: devices that report their whole state).
+    let concernsAll: boolean | undefined;
     for (let r = 0; r < list.length; r++) {
       const e = list[r]!;
       if (e.count > 0) {
@@ -129,7 +133,7 @@ export class Thresholds {
           live++;
           continue;
         }
-        if (e.lastSeq === seq - 1) {
+        if (e.lastSeq === seq - 1 && !(concernsAll ??= this.rules.concernsAll(ctx))) {
           const rule = this.rules.rule(e.ruleId);
           if (rule !== undefined && !rule.concerns(ctx)) {
             e.lastSeq = seq;
