@@ -8,10 +8,11 @@ import type { Runtime } from "./runtimes.js";
  * rules that reached their count (and interval) with this observation. Entries live in the thing's
  * state (`ThingState.thresholds`). An entry that no longer matters (see `prune`) is made inert in
  * place (count 0, never fired: exactly what no entry means) rather than removed, and the next rule
- * that needs an entry for the thing takes it over. The thing's list keeps its size (the most rules
- * live for it at once) and its entries stay its own: no array is emptied and grown again, no
- * entry travels between things, so the hot path allocates nothing that would outlive a young
- * generation and touches no other thing's memory. `isLive` tells the entries a store need keep.
+ * that needs an entry for the thing takes it over (`settle`, after the prune). The thing's list keeps
+ * its size (the most rules live for it at once) and its entries stay its own: no array is emptied
+ * and grown again, no entry travels between things, so the hot path allocates nothing that would
+ * outlive a young generation and touches no other thing's memory. `isLive` tells the entries a
+ * store need keep.
  */
 export class Thresholds {
   /** The rules that fired for the current observation, `count` of them (see `count`). */
