@@ -5,17 +5,10 @@ import { describe, expect, it } from "vitest";
 import { rng } from "../../bench/engine/workload.js";
 import { compileRule, evaluateRule, readGeoPoint, RuleCompileError } from "../../src/engine/index.js";
 import type { ExpressionItem, Rule } from "../../src/rules/index.js";
+import { testRule } from "./support.js";
 
 function rule(expression: ExpressionItem[]): Rule {
-  return {
-    id: "r1",
-    name: "r",
-    enabled: true,
-    filter: { domain: "acme", thingType: "10" },
-    expression,
-    threshold: { count: 1, interval: 0 },
-    actions: [],
-  };
+  return testRule("r1", expression, { name: "r", actions: [] });
 }
 
 type State = Record<string, unknown>;

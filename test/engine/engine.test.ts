@@ -19,7 +19,7 @@ import {
 } from "../../src/engine/index.js";
 import type { ExpressionItem, Rule } from "../../src/rules/index.js";
 import { openDatabase, type Db } from "../../src/store/index.js";
-import { CollectingSink } from "./support.js";
+import { CollectingSink, testRule } from "./support.js";
 
 const checks = resourceChecks([
   { name: "temp", dataType: "long", resourceType: "thing" },
@@ -38,16 +38,7 @@ function makeRule(
   threshold = { count: 1, interval: 0 },
   extra: Partial<Rule> = {},
 ): Rule {
-  return {
-    id,
-    name: `rule ${id}`,
-    enabled: true,
-    filter: { domain: "acme", thingType: "10" },
-    expression,
-    threshold,
-    actions: [{ type: "EVENT", config: { classification: "ALARM", message: "hot" } }],
-    ...extra,
-  };
+  return testRule(id, expression, { name: `rule ${id}`, threshold, ...extra });
 }
 
 let seq = 0;

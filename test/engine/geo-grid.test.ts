@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { compileRule, EvalContext, RuleSet, type CompiledRule } from "../../src/engine/compile/index.js";
-import type { ExpressionItem, Rule } from "../../src/rules/index.js";
+import { testRule } from "./support.js";
 
 // A rule set's geofence grid answers from subcells classified at compile time (IN, OUT, or EDGE:
 // run the precise test). These properties hold it to the precise test itself, rule by rule, for
@@ -43,18 +43,6 @@ const ORIGINS: [number, number][] = [
 
 /** Positions the engine reads (readGeoPoint refuses the others). */
 const inRange = (p: [number, number]): boolean => p[0] >= -180 && p[0] <= 180 && p[1] >= -90 && p[1] <= 90;
-
-function rule(id: string, expression: ExpressionItem[]): Rule {
-  return {
-    id,
-    name: id,
-    enabled: true,
-    filter: { domain: "root", thingType: "T" },
-    expression,
-    threshold: { count: 1, interval: 0 },
-    actions: [],
-  };
-}
 
 /**
  * The rule set matches what the rules' own tests do at each point of range, with another of the
@@ -118,7 +106,7 @@ describe("the geofence grid answers as the precise test", () => {
           rings.forEach((ring, i) => {
             for (const operator of ["inside", "enter", "leave"] as const) {
               try {
-                rules.push(compileRule(rule(`${operator}${i}`, [{ operator, resource: "latlng", value: ring }])));
+                rules.push(compileRule(testRule(`${operator}${i}`, [{ operator, resource: "latlng", value: ring }])));
               } catch {
                 // Fewer than 3 distinct points: refused.
               }
@@ -161,7 +149,7 @@ describe("the geofence grid answers as the precise test", () => {
         ([[lon, lat], radius], offsets, angles) => {
           const value = { center: { lat, lon }, radius };
           const rules = (["insidePoi", "enterPoi", "leavePoi"] as const).map((operator) =>
-            compileRule(rule(operator, [{ operator, resource: "latlng", value }])),
+            compileRule(testRule(operator, [{ operator, resource: "latlng", value }])),
           );
           const set = new RuleSet(rules);
           const deg = radius / perDegree;
@@ -198,7 +186,7 @@ describe("the geofence grid answers as the precise test", () => {
         ([ring, [lon0, lat0], size, n, at]) => {
           let compiled: CompiledRule;
           try {
-            compiled = compileRule(rule("r", [{ operator: "inside", resource: "latlng", value: ring }]));
+            compiled = compileRule(testRule("r", [{ operator: "inside", resource: "latlng", value: ring }]));
           } catch {
             return;
           }
@@ -235,7 +223,7 @@ describe("the geofence grid answers as the precise test", () => {
         [-k, 0.5 * k],
         [0.3 * k, 0.5 * k],
       ];
-      const inside = compileRule(rule("inside", [{ operator: "inside", resource: "latlng", value: ring }]));
+      const inside = compileRule(testRule("inside", [{ operator: "inside", resource: "latlng", value: ring }]));
       const [grid, precise] = both(new RuleSet([inside]), [inside], [0, 0], undefined);
       expect(precise).toEqual(["inside"]);
       expect(grid).toEqual(precise);
@@ -255,7 +243,7 @@ describe("the geofence grid answers as the precise test", () => {
         [lon, lat + 1.9],
         [lon, lat],
       ];
-      rules.push(compileRule(rule(`sq${i}`, [{ operator: "inside", resource: "latlng", value: ring }])));
+      rules.push(compileRule(testRule(`sq${i}`, [{ operator: "inside", resource: "latlng", value: ring }])));
     }
     const set = new RuleSet(rules);
     for (const at of [

@@ -7,6 +7,7 @@ import { startTestDms, type TestDms } from "../support/dms.js";
 import { createTopic, kafkaEnv, startKafka } from "../support/kafka.js";
 import { until } from "../support/wait.js";
 import { triggered } from "../actions/support.js";
+import { testRule } from "./support.js";
 
 let brokers: string;
 let kafka: Kafka;
@@ -37,15 +38,8 @@ async function readTopic(topic: string): Promise<KafkaMessage[]> {
 
 const topicEnv = (topic: string) => ({ ...kafkaEnv(brokers, topic), KAFKA_EVENTS_TOPIC: `${topic}-events` });
 
-const rule = (id: string, expression: Rule["expression"], actions: Rule["actions"]): Rule => ({
-  id,
-  name: id,
-  enabled: true,
-  filter: { domain: "acme", thingType: "10" },
-  expression,
-  threshold: { count: 1, interval: 0 },
-  actions,
-});
+const rule = (id: string, expression: Rule["expression"], actions: Rule["actions"]): Rule =>
+  testRule(id, expression, { actions });
 
 describe("SET_RESOURCE with Kafka", () => {
   const topic = `ingest-set-${randomUUID()}`;

@@ -1,5 +1,5 @@
 import type { ActionSink, TriggeredAction } from "../../src/actions/index.js";
-import type { Rule } from "../../src/rules/index.js";
+import type { ExpressionItem, Rule } from "../../src/rules/index.js";
 
 /** The ActionSink seam seen from the engine's side: it keeps what it was handed. */
 export class CollectingSink implements ActionSink {
@@ -9,13 +9,22 @@ export class CollectingSink implements ActionSink {
   }
 }
 
+/**
+ * A rule of thing type 10 in acme over `expression` that raises an ALARM event at its first match;
+ * `over` replaces any of its fields. The tests' one rule builder.
+ */
+export function testRule(id: string, expression: ExpressionItem[], over: Partial<Rule> = {}): Rule {
+  return {
+    id,
+    name: id,
+    enabled: true,
+    filter: { domain: "acme", thingType: "10" },
+    expression,
+    threshold: { count: 1, interval: 0 },
+    actions: [{ type: "EVENT", config: { classification: "ALARM", message: "hot" } }],
+    ...over,
+  };
+}
+
 /** Temperature over 30 on thing type 10 in acme raises an ALARM event at once. */
-export const hot: Rule = {
-  id: "hot",
-  name: "hot",
-  enabled: true,
-  filter: { domain: "acme", thingType: "10" },
-  expression: [{ operator: "gt", resource: "temp", value: 30 }],
-  threshold: { count: 1, interval: 0 },
-  actions: [{ type: "EVENT", config: { classification: "ALARM", message: "hot" } }],
-};
+export const hot: Rule = testRule("hot", [{ operator: "gt", resource: "temp", value: 30 }]);

@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { decodeValue, MemoryStateStore, RuleEngine, type ThingInfo } from "../../src/engine/index.js";
 import type { Rule } from "../../src/rules/index.js";
+import { testRule } from "./support.js";
 
 const RESOURCES = ["a", "b", "c"] as const;
 const things: ThingInfo[] = ["t1", "t2"].map((thingName) => ({
@@ -82,15 +83,13 @@ describe("threshold counting against a plain model", () => {
             sink: { accept: async () => {} },
             clock: () => now,
           });
-          const rules: Rule[] = specs.map((s, i) => ({
-            id: `r${i}`,
-            name: `r${i}`,
-            enabled: true,
-            filter: { domain: "root", thingType: "T" },
-            expression: s.items.map((item) => ({ operator: "gt" as const, ...item })),
-            threshold: { count: s.count, interval: s.interval },
-            actions: [{ type: "EVENT", config: { classification: "ALARM", message: "m" } }],
-          }));
+          const rules: Rule[] = specs.map((s, i) =>
+            testRule(
+              `r${i}`,
+              s.items.map((item) => ({ operator: "gt" as const, ...item })),
+              { filter: { domain: "root", thingType: "T" }, threshold: { count: s.count, interval: s.interval } },
+            ),
+          );
           expect(engine.load(rules)).toEqual([]);
           const oracle = new Oracle(specs);
           // Observations go to the engine in batches (one clock reading each), as a source hands them over.
