@@ -2,17 +2,14 @@ import { describe, expect, it } from "vitest";
 import { translate } from "../../bench/engine/peer/translate.js";
 import { workload } from "../../bench/engine/workload.js";
 import type { ExpressionItem, Rule } from "../../src/rules/index.js";
+import { testRule } from "../engine/support.js";
 
-const rule = (expression: ExpressionItem[], extra: Partial<Rule> = {}): Rule => ({
-  id: "r",
-  name: "r",
-  enabled: true,
-  filter: { domain: "root", thingType: "T" },
-  expression,
-  threshold: { count: 3, interval: 0 },
-  actions: [{ type: "EVENT", config: { classification: "ALARM", message: "m" } }],
-  ...extra,
-});
+const rule = (expression: ExpressionItem[], extra: Partial<Rule> = {}): Rule =>
+  testRule("r", expression, {
+    filter: { domain: "root", thingType: "T" },
+    threshold: { count: 3, interval: 0 },
+    ...extra,
+  });
 
 const square: [number, number][] = [
   [10, 59],
