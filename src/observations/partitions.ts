@@ -53,19 +53,64 @@ export const partitionMigrations: Migration[] = [
 export type Prepare = (sql: string) => Statement;
 
 /**
- * What a day's columns were built from: its largest id (a row stored late into a
- * closed day takes a larger id from the shared sequence) and its count of partial
- * deletions (retention). Undefined for a day without rows.
+ * What a day's columns were built from: the day's smallest and largest ids and its count of
+ * partial deletions (retention's). Rows stored late into a closed day take larger ids from the
+ * shared sequence, so columns built up to `maxId` still answer every row up to it exactly while
+ * `deletions` and `minId` are unchanged (a day dropped whole and made again by a late row starts
+ * past every id it had); the rows after `maxId` are read from the table beside them.
  */
-export function columnsToken(prepare: Prepare, day: number): string | undefined {
-  const [maxId] = prepare(`SELECT max(id) FROM ${partitionTable(day)}`)
+export interface ColumnsToken {
+  minId: number;
+  maxId: number;
+  deletions: number;
+}
+
+/** The day's token now, or undefined for a day without rows. */
+export function columnsToken(prepare: Prepare, day: number): ColumnsToken | undefined {
+  const table = partitionTable(day);
+  // Two subqueries: SQLite answers each of min and max from the rowid's ends, not both in one.
+  const [minId, maxId] = prepare(`SELECT (SELECT min(id) FROM ${table}), (SELECT max(id) FROM ${table})`)
     .raw(true)
-    .get() as [number | null];
-  if (maxId === null) return undefined;
+    .get() as [number | null, number | null];
+  if (minId === null || maxId === null) return undefined;
   const [deletions] = prepare("SELECT deletions FROM observation_partitions WHERE day = ?").raw(true).get(day) as [
     number,
   ];
-  return `${maxId}:${deletions}`;
+  return { minId, maxId, deletions };
+}
+
+/** As stored beside the columns: `maxId:deletions:minId`. */
+function tokenText({ minId, maxId, deletions }: ColumnsToken): string {
+  return `${maxId}:${deletions}:${minId}`;
+}
+
+function parseToken(text: string): ColumnsToken | undefined {
+  const [maxId, deletions, minId] = text.split(":").map(Number);
+  // A token of an earlier version (no minId) names no base: its day is built again.
+  if (minId === undefined || !Number.isSafeInteger(minId)) return undefined;
+  return { minId, maxId: maxId!, deletions: deletions! };
+}
+
+/** Whether columns built at `base` answer every row up to `base.maxId` of the day at `now`. */
+export function answersUpTo(base: ColumnsToken, now: ColumnsToken): boolean {
+  return base.deletions === now.deletions && base.minId === now.minId && base.maxId <= now.maxId;
+}
+
+/**
+ * A closed day's columns are built again once its late rows (stored after the columns were
+ * built: read from the table beside them) pass this share of the rows the columns hold. A device
+ * trickling rows into yesterday then costs each query over yesterday a few rows' JSON, not a
+ * rebuild of the day every time one arrives.
+ */
+export const LATE_ROWS_SHARE = 1 / 16;
+
+/** Rows stored into the day after `maxId`: the late rows a column base does not hold. */
+export function lateRows(prepare: Prepare, day: number, maxId: number): number {
+  return (
+    prepare(`SELECT count(*) FROM ${partitionTable(day)} WHERE id > ?`)
+      .raw(true)
+      .get(maxId) as [number]
+  )[0];
 }
 
 /** Rows of a day's table. */
@@ -94,26 +139,36 @@ export function buildColumns(
   return DayColumns.build(rows, count, tick);
 }
 
-/** The columns the writer stored for a day, if built from the rows `token` names. */
-export function storedColumns(prepare: Prepare, day: number, token: string): DayColumns | undefined {
-  const row = prepare("SELECT layout, data FROM observation_columns WHERE day = ? AND token = ?")
-    .raw(false)
-    .get(day, token) as StoredColumns | undefined;
-  return row ? DayColumns.fromStored(row) : undefined;
+/**
+ * The columns the writer stored for a day, with what they were built from, when they answer
+ * the day's rows up to their `maxId` (`answersUpTo`) and hold more of them than `after`.
+ */
+export function storedColumns(
+  prepare: Prepare,
+  day: number,
+  now: ColumnsToken,
+  after = -Infinity,
+): { token: ColumnsToken; columns: DayColumns } | undefined {
+  const stored = prepare("SELECT token FROM observation_columns WHERE day = ?").raw(true).get(day) as
+    [string] | undefined;
+  const token = stored && parseToken(stored[0]);
+  if (token === undefined || !answersUpTo(token, now) || token.maxId <= after) return undefined;
+  const row = prepare("SELECT layout, data FROM observation_columns WHERE day = ?").raw(false).get(day) as
+    StoredColumns | undefined;
+  return row ? { token, columns: DayColumns.fromStored(row) } : undefined;
 }
 
 /**
- * Stores the column cache of closed days that have none or one of rows since
- * changed (late rows, retention), newest first, at most `days` of them: a pass
- * takes a day's worth of parsing (about a second for 166,000 rows), not every
- * day of a store upgraded or loaded in bulk at once. A day is read in a read
- * transaction (a snapshot: the writer goes on inserting) and its columns written
- * in a short one with the token of that snapshot; rows that came meanwhile make
- * the token stale, which readers see, and the next pass builds the day again.
- * Days of more than `COLUMN_MAX_ROWS` rows are left to the rows: their columns
- * would not fit a reader's cache. Answers the days stored.
+ * Stores the column cache of closed days that have none, or whose columns no longer answer
+ * their rows (retention deleted some), or whose late rows passed `LATE_ROWS_SHARE` of them
+ * (any late row when `force`d), newest first, at most `days` of them: a pass takes a day's
+ * worth of parsing (about a second for 166,000 rows), not every day of a store upgraded or
+ * loaded in bulk at once. A day is read in a read transaction (a snapshot: the writer goes on
+ * inserting) and its columns written in a short one with the token of that snapshot; rows that
+ * come meanwhile are late rows to the readers. Days of more than `COLUMN_MAX_ROWS` rows are
+ * left to the rows: their columns would not fit a reader's cache. Answers the days stored.
  */
-export function storeDayColumns(db: Db, days: number): number {
+export function storeDayColumns(db: Db, days: number, force = false): number {
   const prepare: Prepare = (sql) => db.prepare(sql);
   const closedDays = db
     .prepare<[], { day: number; token: string | null }>(
@@ -129,10 +184,15 @@ export function storeDayColumns(db: Db, days: number): number {
     if (built >= days) break;
     const snapshot = db.transaction(() => {
       const current = columnsToken(prepare, day);
-      if (current === undefined || current === token) return undefined;
+      if (current === undefined) return undefined;
       const count = dayRowCount(prepare, day);
+      const base = token === null ? undefined : parseToken(token);
+      if (base !== undefined && answersUpTo(base, current)) {
+        const late = base.maxId === current.maxId ? 0 : lateRows(prepare, day, base.maxId);
+        if (late === 0 || (!force && late <= (count - late) * LATE_ROWS_SHARE)) return undefined;
+      }
       if (count > COLUMN_MAX_ROWS) return undefined;
-      return { token: current, ...buildColumns(prepare, day, () => {}, count).toStored() };
+      return { token: tokenText(current), ...buildColumns(prepare, day, () => {}, count).toStored() };
     })();
     if (snapshot === undefined) continue;
     store.run(day, snapshot.token, snapshot.layout, snapshot.data);
@@ -336,7 +396,7 @@ export class ObservationPartitions {
     this.lastMaintained = now;
     const open = this.db.prepare<[], { day: number }>("SELECT day FROM observation_partitions WHERE indexed = 0").all();
     for (const { day } of open) if (closed(day, now)) this.indexThings(day);
-    if (force) storeDayColumns(this.db, Infinity);
+    if (force) storeDayColumns(this.db, Infinity, true);
     else if (this.columnsInline) storeDayColumns(this.db, COLUMN_DAYS_PER_PASS);
   }
 

@@ -3,12 +3,14 @@ import type { Db } from "../store/index.js";
 import type { Statement } from "better-sqlite3";
 import { DayColumns } from "./columns.js";
 import {
+  answersUpTo,
   buildColumns,
   columnsToken,
   dayOf,
   partitionDays,
   partitionTable,
   storedColumns,
+  type ColumnsToken,
   type Prepare,
 } from "./partitions.js";
 
@@ -106,12 +108,12 @@ export class SqliteObservationReader implements ObservationReader {
   private readonly days: (from: number, to: number) => number[];
   private readonly catalog: Statement<[number, number], CatalogDay>;
   /**
-   * Columns of closed days, each with the token of the day it was built from: the
-   * largest id (a row stored late into a closed day takes a larger id from the
-   * shared sequence) and the day's count of deletions (retention's), so a day that
+   * Columns of closed days, each with the token of the rows it was built from
+   * (`ColumnsToken`): while they answer the day's rows up to their `maxId`, rows stored
+   * late into the day after them are read from the table beside them; a day retention
    * changed is taken apart again rather than answered stale.
    */
-  private readonly columns: LRUCache<number, { token: string; columns: DayColumns }>;
+  private readonly columns: LRUCache<number, { token: ColumnsToken; columns: DayColumns }>;
 
   constructor(
     private readonly db: Db,
@@ -145,8 +147,10 @@ export class SqliteObservationReader implements ObservationReader {
       // The open day has no columns: known before any day's columns are loaded.
       if (catalog.some((d) => d.indexed !== 1)) return undefined;
       for (const { day } of catalog) {
-        const columns = this.columnsOf(day, { tick });
-        if (!columns?.projection(paths)) return undefined;
+        const kept = this.columnsOf(day, { tick });
+        // Late rows are not in the columns: the scan reads them beside the columns.
+        if (kept === undefined || kept.late || !kept.columns.projection(paths)) return undefined;
+        const { columns } = kept;
         days.push({ columns, from: columns.firstRow(from, true), end: columns.firstRow(to, false) });
       }
       return answer(days, (ids) => this.documents(ids, f));
@@ -162,9 +166,10 @@ export class SqliteObservationReader implements ObservationReader {
     for (const { day, indexed } of this.catalog.all(dayOf(from), dayOf(to))) {
       // Only a closed day's columns are kept: the open day takes rows all the time.
       const paths = visitor.paths;
-      const columns = paths && indexed === 1 ? this.columnsOf(day, visitor) : undefined;
+      const kept = paths && indexed === 1 ? this.columnsOf(day, visitor) : undefined;
+      const columns = kept?.columns;
       const projection = columns?.projection(paths!);
-      if (columns && projection) {
+      if (kept && columns && projection) {
         const types = DayColumns.mask(columns.thingTypes, f.thingTypes);
         const things = names ? DayColumns.mask(columns.thingNames, names) : undefined;
         const end = columns.firstRow(to, false);
@@ -172,6 +177,20 @@ export class SqliteObservationReader implements ObservationReader {
           const type = columns.thingType[r]!;
           if (types[type] === 0 || (things && things[columns.thingName[r]!] === 0)) continue;
           visitor.projected(columns.id[r]!, columns.thingTypes[type]!, columns.project(projection, r));
+        }
+        if (kept.late) {
+          // By the rowid past the columns' last id; the other conditions filter (`+`: no index of theirs).
+          const late = this.statement(`l:${names ? "names" : "types"}:${day}`, () => {
+            const sql = `SELECT id, thing_type, doc FROM ${partitionTable(day)} WHERE id > ? AND +ts >= ? AND +ts <= ? AND +thing_type IN ${LIST}`;
+            return names ? `${sql} AND +thing_name IN ${LIST}` : sql;
+          });
+          for (const [id, thingType, json] of late.iterate(
+            kept.token.maxId,
+            from,
+            to,
+            ...lists,
+          ) as IterableIterator<CandidateRow>)
+            visitor.row(id, thingType, json);
         }
         continue;
       }
@@ -185,18 +204,27 @@ export class SqliteObservationReader implements ObservationReader {
   }
 
   /**
-   * The columns of a closed day: kept from an earlier scan of the same rows, or as
-   * the writer stored them, or else taken apart here (within the query's budget).
+   * The columns of a closed day: kept from an earlier scan, or as the writer stored them, or else
+   * taken apart here (within the query's budget); `late` when rows came into the day after them.
+   * Columns that answer the day's rows up to their `maxId` stay in use: a late device costs each
+   * query its few rows, not a rebuild of the day. Newer stored columns replace the kept ones.
    */
-  private columnsOf(day: number, visitor: Pick<CandidateVisitor, "tick">): DayColumns | undefined {
+  private columnsOf(
+    day: number,
+    visitor: Pick<CandidateVisitor, "tick">,
+  ): { token: ColumnsToken; columns: DayColumns; late: boolean } | undefined {
     const prepare: Prepare = (sql) => this.statement(sql, () => sql);
-    const token = columnsToken(prepare, day);
-    if (token === undefined) return undefined;
-    const kept = this.columns.get(day);
-    if (kept?.token === token) return kept.columns;
-    const columns = storedColumns(prepare, day, token) ?? buildColumns(prepare, day, () => visitor.tick());
-    this.columns.set(day, { token, columns });
-    return columns;
+    const now = columnsToken(prepare, day);
+    if (now === undefined) return undefined;
+    let kept = this.columns.get(day);
+    if (kept !== undefined && !answersUpTo(kept.token, now)) kept = undefined;
+    if (kept === undefined || kept.token.maxId < now.maxId) {
+      const built =
+        storedColumns(prepare, day, now, kept?.token.maxId) ??
+        (kept === undefined ? { token: now, columns: buildColumns(prepare, day, () => visitor.tick()) } : undefined);
+      if (built !== undefined) this.columns.set(day, (kept = built));
+    }
+    return { ...kept!, late: kept!.token.maxId < now.maxId };
   }
 
   /** Documents of the window by id: a page of hits whose documents the scan cut down. */
