@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { migrations } from "../../src/migrations.js";
 import {
@@ -10,7 +11,7 @@ import {
   type ObservationReader,
 } from "../../src/observations/index.js";
 import { DayColumns } from "../../src/observations/columns.js";
-import { storeDayColumns } from "../../src/observations/partitions.js";
+import { MAINTAIN_EVERY_MS, ObservationPartitions, storeDayColumns } from "../../src/observations/partitions.js";
 import { openDatabase, type Db } from "../../src/store/index.js";
 import type { Payload } from "../support/http.js";
 
@@ -172,6 +173,60 @@ describe("FIND from the column cache of closed days", () => {
       find(fromColumns.reader, { size: 0, query: since(0, { range: { timestamp: { lt: T0 + DAY_MS } } }) }).hits.total,
     ).toBe(1);
   });
+
+  it("answers what the rows answer through any mix of late rows, builder passes, retention and new readers", async () => {
+    // One step of the store's life: rows into a day (closed ones are late), the writer thread's
+    // pass (closes days, builds no columns), a pass of the builder (periodic or forced),
+    // retention's cut, or a reader that never saw the days.
+    const step = fc.oneof(
+      fc.record({
+        op: fc.constant("rows" as const),
+        day: fc.integer({ min: 0, max: 2 }),
+        n: fc.integer({ min: 1, max: 30 }),
+      }),
+      fc.record({ op: fc.constant("close" as const) }),
+      fc.record({ op: fc.constant("build" as const), force: fc.boolean() }),
+      fc.record({ op: fc.constant("retention" as const), cut: fc.integer({ min: 0, max: 3 * 144 }) }),
+      fc.record({ op: fc.constant("reader" as const) }),
+    );
+    let seq = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 10 }), async (steps) => {
+        const fromRows = store();
+        const fromColumns = store();
+        const both = async (docs: ObservationDocument[]) => {
+          for (const s of [fromRows, fromColumns]) await s.store.insertBatch(docs.map((document) => ({ document })));
+        };
+        await both(threeDays());
+        await fromColumns.store.maintain();
+        let reader: ObservationReader = fromColumns.reader;
+        // As the writer thread's partitions: a minute between passes, columns left to the builder.
+        let minutes = NOW;
+        const writer = new ObservationPartitions(fromColumns.db, () => (minutes += MAINTAIN_EVERY_MS), false);
+        for (const s of steps) {
+          if (s.op === "rows")
+            await both(
+              Array.from({ length: s.n }, () => {
+                const i = seq++;
+                return reading(i, T0 + s.day * DAY_MS + ((i * 7_919) % DAY_MS), { temp: i % 97, extra: i });
+              }),
+            );
+          else if (s.op === "close") writer.maintain();
+          else if (s.op === "build") {
+            if (s.force) await fromColumns.store.maintain();
+            else storeDayColumns(fromColumns.db, Infinity);
+          } else if (s.op === "retention") {
+            for (const x of [fromRows, fromColumns]) await x.store.deleteOlderThan(T0 + s.cut * 600_000, 1_000_000);
+          } else reader = new SqliteObservationReader(fromColumns.db);
+          for (const request of DASHBOARD) expect(find(reader, request)).toEqual(find(fromRows.reader, request));
+        }
+        for (const x of [fromRows, fromColumns]) x.db.close();
+        dbs.splice(dbs.indexOf(fromRows.db), 1);
+        dbs.splice(dbs.indexOf(fromColumns.db), 1);
+      }),
+      { numRuns: 60 },
+    );
+  }, 120_000);
 
   it("reads from the rows what the columns cannot answer exactly: objects, arrays, whole documents", async () => {
     const fromRows = store();
