@@ -233,7 +233,7 @@ export const observationRoutes: RouteModule<ObservationDeps> = (app, services) =
     try {
       // Evaluated off this thread and serialized there: the answer comes back as JSON text, which
       // the route's typing (made for c.json of an object) cannot see is the declared JSON answer.
-      const answer = await services.find.find(body.query, services.clock(), thingTypes);
+      const answer = await services.find.find(body.query, services.clock(), thingTypes, principal.homeDomain);
       return c.body(answer, 200, { "content-type": "application/json" }) as never;
     } finally {
       stop();

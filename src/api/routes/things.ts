@@ -98,7 +98,13 @@ export const thingRoutes: RouteModule<{
     const things = service.list(c.get("principal"));
     // Planned and searched on a FIND thread within FIND's budget, as /observations/find is: a query
     // of 1,000 patterns compiles for seconds, and the things a caller may read have no bound.
-    const answer = await findRunner.search(c.req.valid("json").query, clock(), things.map(docOf), 1);
+    const answer = await findRunner.search(
+      c.req.valid("json").query,
+      clock(),
+      things.map(docOf),
+      1,
+      c.get("principal").homeDomain,
+    );
     return c.body(answer, 200, { "content-type": "application/json" }) as never;
   });
 };

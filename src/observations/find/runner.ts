@@ -6,6 +6,7 @@ import { badQuery } from "./errors.js";
 import { FIND_LIMITS, checkJsonDepth, timeBudgetExceeded } from "./limits.js";
 import type { Doc } from "./fields.js";
 import { planFind, runFind, searchDocs } from "./search.js";
+import { Turns } from "./turns.js";
 import type { FindOutcome, FindRequestTask, FindTask, FindWorkerData } from "./worker.js";
 
 /** Runs FIND requests so that none can hold the event loop, each within a time budget. */
@@ -13,15 +14,16 @@ export interface FindRunner {
   /**
    * Plans and evaluates the request where it cannot hold the event loop: the
    * answer is JSON text, serialized where it was computed; a refusal rejects
-   * with its ApiError.
+   * with its ApiError. `caller` (the principal's home domain) decides whose turn it is
+   * when requests wait for a thread (`Turns`).
    */
-  find(request: unknown, now: number, thingTypes: readonly string[]): Promise<string>;
+  find(request: unknown, now: number, thingTypes: readonly string[], caller: string): Promise<string>;
   /**
    * The same for documents held in memory (`/things/find` over the things a
    * caller may read): planned without the timestamp requirement, searched
    * where it cannot hold the event loop, within the same budget.
    */
-  search(request: unknown, now: number, docs: readonly Doc[], shards: number): Promise<string>;
+  search(request: unknown, now: number, docs: readonly Doc[], shards: number, caller: string): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -41,6 +43,8 @@ export interface FindRunnerOptions {
 const HARD_STOP_GRACE_MS = 1000;
 /** Requests waiting for a thread; each also leaves at its deadline, so this is a memory bound only. */
 const MAX_QUEUE = 1000;
+/** Requests of one caller waiting for a thread: a burst past it is refused, not queued ahead of others' turns. */
+const MAX_QUEUE_PER_CALLER = 100;
 /**
  * How long an idle FIND thread lives: its reader keeps the column cache of the
  * closed days it read (reader.ts), which a new thread takes apart again.
@@ -85,6 +89,7 @@ function threaded({ file, threads, budgetMs, columnCacheBytes }: FindRunnerOptio
     minThreads: 0,
     maxThreads: threads,
     idleTimeout: THREAD_IDLE_MS,
+    // Turns hands the pool no more requests than it has threads; this bounds the warm-up's only.
     maxQueue: MAX_QUEUE,
     workerData,
     resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
@@ -97,14 +102,21 @@ function threaded({ file, threads, budgetMs, columnCacheBytes }: FindRunnerOptio
       warm = undefined;
       throw err;
     }));
-  /** Runs one request on a thread: `task` is the request without its clock, which starts here. */
-  const run = async (task: Omit<FindRequestTask, "deadline" | "budgetMs">): Promise<string> => {
+  const turns = new Turns(threads, { waiting: MAX_QUEUE, waitingPerCaller: MAX_QUEUE_PER_CALLER });
+  const refused = (why: "all" | "caller"): Error =>
+    why === "all"
+      ? badQuery(`${MAX_QUEUE} queries are waiting already; retry when they are answered`)
+      : badQuery(`${MAX_QUEUE_PER_CALLER} of your domain's queries are waiting already; retry when they are answered`);
+  /** Runs one request on a thread in the caller's turn: `task` is the request without its clock, which starts here. */
+  const run = async (task: Omit<FindRequestTask, "deadline" | "budgetMs">, caller: string): Promise<string> => {
     // Planning is work too (compiling 1,000 patterns takes seconds): the thread does it. Here only
     // the nesting is checked, without recursion, so that no request can overflow the stack of
     // the structured clone that carries it to the thread.
     checkJsonDepth(task.request, FIND_LIMITS.jsonDepth);
     await warmUp();
     const deadline = Date.now() + budgetMs;
+    // Waiting for its turn counts against the budget, as waiting for a thread always has.
+    const release = await turns.take(caller, deadline, refused, () => timeBudgetExceeded(budgetMs));
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), budgetMs + HARD_STOP_GRACE_MS);
     try {
@@ -120,11 +132,13 @@ function threaded({ file, threads, budgetMs, columnCacheBytes }: FindRunnerOptio
       throw asApiError(err, budgetMs);
     } finally {
       clearTimeout(timer);
+      release();
     }
   };
   return {
-    find: (request, now, thingTypes) => run({ request, now, thingTypes: [...thingTypes] }),
-    search: (request, now, docs, shards) => run({ request, now, thingTypes: [], docs: [...docs], shards }),
+    find: (request, now, thingTypes, caller) => run({ request, now, thingTypes: [...thingTypes] }, caller),
+    search: (request, now, docs, shards, caller) =>
+      run({ request, now, thingTypes: [], docs: [...docs], shards }, caller),
     close: () => pool.destroy(),
   };
 }
