@@ -1,4 +1,5 @@
 import type { EvalContext } from "./context.js";
+import { generatedFunction } from "./expression.js";
 import { IN, OUT, type Region } from "./geo.js";
 import { always, type CompiledRule, type IndexOp, type Test } from "./rule.js";
 
@@ -71,6 +72,11 @@ class ResourceIndex {
       ltEnd > gteEnd ? values[ltEnd - 1]! : -Infinity,
       end > ltEnd ? values[end - 1]! : -Infinity,
     ];
+  }
+
+  /** Rules whose string constant is `v` and whose other expressions match, into `out` from `n`. */
+  string(v: string, ctx: EvalContext, out: CompiledRule[], n: number): number {
+    return matchAll(this.eqStr.get(v), ctx, out, n);
   }
 
   /** Rules whose constant comparison holds for `v` and whose other expressions match, into `out` from `n`. */
@@ -355,6 +361,40 @@ function codeEntry(lists: Int32Array, code: number, k: number): number {
   return code > 0 ? code - 1 : lists[-code + k]!;
 }
 
+type IndexMatcher = (
+  os: Record<string, unknown>,
+  glance: Float64Array,
+  indexes: readonly ResourceIndex[],
+  ctx: EvalContext,
+  out: CompiledRule[],
+  n: number,
+) => number;
+
+/**
+ * The lookup of every index of a rule set as one generated function: each resource read by its
+ * name (an inline cache per resource, where a loop over the names is one megamorphic keyed load),
+ * a number checked against the set's glance array, a string or boolean looked up only where the
+ * index has string constants. The text depends on the resources' names and kinds alone, so rule
+ * sets over the same resources (the thing types of one kind of device) share one function, which
+ * V8 compiles and optimizes once. Names are quoted with JSON.stringify.
+ */
+function indexMatcher(indexes: readonly ResourceIndex[]): IndexMatcher {
+  const lines = indexes.map((ix, i) => {
+    const g = i * 4;
+    let code =
+      `v = os[${JSON.stringify(ix.resource)}];\n` +
+      `if (typeof v === "number") { if (v > g[${g}] || v >= g[${g + 1}] || v < g[${g + 2}] || v <= g[${g + 3}]) n = ix[${i}].number(v, ctx, out, n); }\n`;
+    if (ix.eqStr.size !== 0)
+      code +=
+        `else if (typeof v === "string") n = ix[${i}].string(v, ctx, out, n);\n` +
+        `else if (typeof v === "boolean") n = ix[${i}].string(v ? "true" : "false", ctx, out, n);\n`;
+    return code;
+  });
+  return generatedFunction<IndexMatcher>(
+    `return function indexes(os, g, ix, ctx, out, n) {\nlet v;\n${lines.join("")}return n;\n};`,
+  );
+}
+
 /**
  * The rules of one thing type (or of one thing), arranged so that an
  * observation meets only rules that can match it: rules comparing one of the
@@ -364,16 +404,14 @@ function codeEntry(lists: Int32Array, code: number, k: number): number {
  */
 export class RuleSet {
   private readonly indexes: readonly ResourceIndex[];
-  /** Each index's resource, in the same order. */
-  private readonly resources: readonly string[];
   /**
    * Per index, four numbers side by side (see `glanceOf`): a number passing none of the four
    * comparisons matches none of the index's rules, so an observation that meets none of them (the
    * common case) reads this one small array, not each index and its constants.
    */
   private readonly glance: Float64Array;
-  /** Per index, 1 when it has string constants (`eq`): a string or boolean value looks them up. */
-  private readonly strings: Uint8Array;
+  /** Every index's lookup for the observation's values (see `indexMatcher`). */
+  private readonly indexMatch: IndexMatcher;
   private readonly scan: readonly CompiledRule[];
   /**
    * The scanned rules' distinct tests, when some rules share one (a `${...}` comparison is one
@@ -420,9 +458,8 @@ export class RuleSet {
     this.grid = placed.length === 0 ? undefined : new GeoGrid(placed, false);
     this.prevGrid = prevPlaced.length === 0 ? undefined : new GeoGrid(prevPlaced, true);
     this.indexes = [...byResource].map(([resource, list]) => new ResourceIndex(resource, list));
-    this.resources = this.indexes.map((ix) => ix.resource);
     this.glance = Float64Array.from(this.indexes.flatMap((ix) => ix.glance()));
-    this.strings = Uint8Array.from(this.indexes, (ix) => (ix.eqStr.size !== 0 ? 1 : 0));
+    this.indexMatch = indexMatcher(this.indexes);
     this.scan = scan;
     const distinct = new Map<Test, number>();
     this.scanTestOf = Int32Array.from(scan, (r) => {
@@ -443,19 +480,7 @@ export class RuleSet {
   matches(ctx: EvalContext, out: CompiledRule[]): number {
     let n = 0;
     const os = ctx.os;
-    const resources = this.resources;
-    const glance = this.glance;
-    for (let i = 0; i < resources.length; i++) {
-      const v = os[resources[i]!];
-      if (typeof v === "number") {
-        const g = i * 4;
-        if (v > glance[g]! || v >= glance[g + 1]! || v < glance[g + 2]! || v <= glance[g + 3]!)
-          n = this.indexes[i]!.number(v, ctx, out, n);
-      } else if (this.strings[i] === 1) {
-        if (typeof v === "string") n = matchAll(this.indexes[i]!.eqStr.get(v), ctx, out, n);
-        else if (typeof v === "boolean") n = matchAll(this.indexes[i]!.eqStr.get(String(v)), ctx, out, n);
-      }
-    }
+    if (this.indexes.length !== 0) n = this.indexMatch(os, this.glance, this.indexes, ctx, out, n);
     if (ctx.hasCur && this.grid !== undefined) n = this.grid.matches(ctx.cur[0], ctx.cur[1], ctx, out, n);
     if (ctx.hasPrev && ctx.hasCur && this.prevGrid !== undefined)
       n = this.prevGrid.matches(ctx.prev[0], ctx.prev[1], ctx, out, n);
@@ -469,7 +494,10 @@ export class RuleSet {
       return n;
     }
     const hits = this.scanHits;
-    for (let k = 0; k < tests.length; k++) hits[k] = tests[k]!(ctx) ? 1 : 0;
+    let any = 0;
+    for (let k = 0; k < tests.length; k++) any |= hits[k] = tests[k]!(ctx) ? 1 : 0;
+    // Most observations pass none of the tests: no walk over the rules.
+    if (any === 0) return n;
     const testOf = this.scanTestOf;
     for (let i = 0; i < scan.length; i++) if (hits[testOf[i]!] === 1) out[n++] = scan[i]!;
     return n;
