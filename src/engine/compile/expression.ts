@@ -172,6 +172,14 @@ export function generatedCacheSize(): number {
 }
 
 function generated<C>(body: string): (ctx: C) => unknown {
+  return generatedFunction<(ctx: C) => unknown>(body);
+}
+
+/**
+ * The function `body` returns, made once per distinct text (see GENERATED): for code generated
+ * from rules, which must hold nothing but quoted names, numbers and fixed code.
+ */
+export function generatedFunction<F>(body: string): F {
   let fn = GENERATED.get(body);
   if (fn === undefined) {
     const factory = new Function("num", "nested", "at", body) as (
@@ -182,7 +190,7 @@ function generated<C>(body: string): (ctx: C) => unknown {
     fn = factory(num, nestedValue, readPath);
     GENERATED.set(body, fn);
   }
-  return fn as (ctx: C) => unknown;
+  return fn as F;
 }
 
 /** The value at a dotted path of `scope`, reading own properties only; undefined when absent. */

@@ -55,6 +55,7 @@ export interface CompiledRule {
   readonly test: Test;
   /** The indexed expression, when there is one; `rest` is then every other expression. */
   readonly index: IndexKey | undefined;
+  /** `always` when the indexed expression is the only one. */
   readonly rest: Test;
   /** Without a constant index: the region the observation's position must lie in, for the spatial grid. */
   readonly area: Region | undefined;
@@ -173,8 +174,11 @@ function concernsTest(items: readonly ExpressionItem[]): Test {
   };
 }
 
+/** The test of no expressions: one function, so that a caller can tell it and skip the call. */
+export const always: Test = () => true;
+
 function all(tests: Test[]): Test {
-  if (tests.length === 0) return () => true;
+  if (tests.length === 0) return always;
   if (tests.length === 1) return tests[0]!;
   if (tests.length === 2) {
     const [a, b] = tests as [Test, Test];
