@@ -167,6 +167,16 @@ function newPending(position: SourcePosition, rt: Runtime): Pending {
   };
 }
 
+/**
+ * A thing type's pending records in a slice: the first `size` of `pending`. The list keeps its
+ * room from slice to slice (`length = 0` would give its backing store up, to be grown again by
+ * every slice); records past `size` are the engine's own, left from an earlier slice.
+ */
+interface TypeGroup {
+  pending: Pending[];
+  size: number;
+}
+
 function pendingId(p: Pending): string {
   return (p.id ??= observationId(p.position));
 }
@@ -187,7 +197,7 @@ export class RuleEngine {
   /** Reused records of the current batch's accepted observations, in batch order. */
   private readonly pending: Pending[] = [];
   /** The current batch's pending records by thing type, reused. */
-  private readonly groups = new Map<string, Pending[]>();
+  private readonly groups = new Map<string, TypeGroup>();
   /** `<source>:<partition>` by source and partition, made once rather than per observation. */
   private readonly sourceKeys = new Map<string, string[]>();
   private readonly clock: () => number;
@@ -614,7 +624,7 @@ export class RuleEngine {
     // The pending records and the groups are the engine's own, reused slice after slice: the
     // stream allocates no bookkeeping per observation (GC was the largest single cost).
     const byType = this.groups;
-    for (const group of byType.values()) group.length = 0;
+    for (const group of byType.values()) group.size = 0;
     let accepted = 0;
     for (let i = start; i < end; i++) {
       const p = this.one(batch[i]!, i, now, work, accepted);
@@ -622,14 +632,15 @@ export class RuleEngine {
       accepted++;
       if (p.replay) continue;
       const type = p.rt.thingType;
-      const group = byType.get(type);
-      if (group === undefined) byType.set(type, [p]);
-      else group.push(p);
+      let group = byType.get(type);
+      if (group === undefined) byType.set(type, (group = { pending: [], size: 0 }));
+      group.pending[group.size++] = p;
     }
     for (const group of byType.values()) {
-      if (group.length === 0) continue;
-      const typeRules = this.rules.ofType(group[0]!.rt.thingType);
-      for (let i = 0; i < group.length; i++) this.advance(group[i]!, typeRules, now, work);
+      if (group.size === 0) continue;
+      const list = group.pending;
+      const typeRules = this.rules.ofType(list[0]!.rt.thingType);
+      for (let i = 0; i < group.size; i++) this.advance(list[i]!, typeRules, now, work);
     }
     // Stored observations and actions in batch order, whatever order they were evaluated in.
     const keep = this.options.observations !== undefined;
