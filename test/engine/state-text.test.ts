@@ -116,7 +116,7 @@ describe("the state's text a checkpoint takes from the stored observation", () =
             const items = batch.map((o) =>
               decodeValue(
                 { thingName: o.thing, timestamp: offset, state: o.state, ...(o.nested ? { nested: o.nested } : {}) },
-                { source: "kafka:obs", partition: 0, offset: offset++ },
+                { source: "kafka:obs", partition: 0, offset: String(offset++) },
               ),
             );
             engine.process(items);
