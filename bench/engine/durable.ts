@@ -1,5 +1,5 @@
 import { loadConfig } from "../../src/config/index.js";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -17,7 +17,7 @@ import { migrations } from "../../src/migrations.js";
 import { openObservations, type OpenedObservations, type ObservationColumns } from "../../src/observations/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { openDatabase, startCheckpointer } from "../../src/store/index.js";
-import { ThreadCpu } from "./threads.js";
+import { statCpuSeconds, ThreadCpu } from "./threads.js";
 import { WORKLOAD_EPOCH_MS } from "./workload.js";
 
 /** The engine as the service runs it, by default (`DMS_ENGINE_*` in the environment change it, as for the service). */
@@ -196,14 +196,7 @@ export async function runDurable(
  * is much of it. 0 where /proc is not there.
  */
 function mainThreadCpuSeconds(): number {
-  try {
-    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
+  return statCpuSeconds(`/proc/self/task/${process.pid}/stat`);
 }
 
 /** A durable engine set up otherwise than the service's. */

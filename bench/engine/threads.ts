@@ -35,19 +35,10 @@ export class ThreadCpu {
     added.forEach((tid, i) => this.labels.set(tid, names[Math.min(i, names.length - 1)]!));
   }
 
-  /** CPU seconds of each thread alive now. */
+  /** CPU seconds of each thread alive now (a thread that ended between the listing and the read: 0). */
   snapshot(): Map<number, number> {
     const out = new Map<number, number>();
-    for (const tid of tids()) {
-      try {
-        const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
-        out.set(tid, (Number(fields[11]) + Number(fields[12])) / 100);
-      } catch {
-        // The thread ended between the listing and the read.
-      }
-    }
+    for (const tid of tids()) out.set(tid, statCpuSeconds(`/proc/self/task/${tid}/stat`));
     return out;
   }
 
@@ -62,9 +53,15 @@ export class ThreadCpu {
 
 /** CPU seconds of another process (the Kafka broker's JVM), 0 when it cannot be read. */
 export function processCpuSeconds(pid: number): number {
+  return statCpuSeconds(`/proc/${pid}/stat`);
+}
+
+/** User and system CPU seconds in a /proc `stat` file of a process or thread; 0 when it cannot be read. */
+export function statCpuSeconds(path: string): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const stat = readFileSync(path, "utf8");
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
     return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
     return 0;

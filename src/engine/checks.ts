@@ -28,7 +28,7 @@ export function observationId(position: SourcePosition): string {
   return partition === undefined ? `${source}:${offset}` : `${source}:${partition}:${offset}`;
 }
 
-/** Adds the row the observation store keeps of an accepted observation to the batch's; answers its document's JSON. */
+/** Adds the row the observation store keeps of an accepted observation to the batch's. */
 export function storeObservation(
   rows: ObservationColumnsBuilder,
   position: SourcePosition,
@@ -38,11 +38,11 @@ export function storeObservation(
   timestamp: number,
   state: Record<string, unknown>,
   nested: NestedObservation[] | undefined,
-): string {
+): void {
   // A position with an offset is replayable (Kafka): the store keeps each (stream, offset) once.
   const { source, partition, offset } = position;
   const replayable = offset !== undefined;
-  return rows.addObservation(
+  rows.addObservation(
     thingName,
     info.thingType,
     info.domain,

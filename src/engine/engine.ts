@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import { ObservationColumnsBuilder, stateText, type ObservationColumns } from "../observations/index.js";
+import { ObservationColumnsBuilder, type ObservationColumns } from "../observations/index.js";
 import type { Rule } from "../rule-model/index.js";
 import { EvalContext, readGeoPoint, type CompileOptions } from "./compile/index.js";
 import { deadLetter, observationId, storeObservation, wrongType } from "./checks.js";
@@ -538,17 +538,13 @@ export class RuleEngine {
       if (cp.cancelled) return things.length;
       const end = Math.min(things.length, at + CHECKPOINT_STEP);
       const states: ThingState[] = [];
-      const stateJson: (string | undefined)[] = [];
       for (let i = at; i < end; i++) {
         const rt = things[i]!;
         rt.dirty = false;
         states.push(rt.state);
-        stateJson.push(rt.stateJson);
-        // Not needed again before the thing's next observation, which sets it anew: not kept alive meanwhile.
-        rt.stateJson = undefined;
       }
       // An empty first step still writes what `dropRule` changed.
-      const written = this.options.state.flush(states, stateJson);
+      const written = this.options.state.flush(states);
       if (written !== undefined) cp.writes.push(written);
       at = end;
     } while (at < things.length && performance.now() - since < SLICE_MS);
@@ -641,14 +637,7 @@ export class RuleEngine {
     for (let i = 0; i < accepted; i++) {
       const p = pending[i]!;
       work.accepted++;
-      if (keep) {
-        const doc = storeObservation(work.stored, p.position, p.rt, p.thingName, p.timestamp, p.os, p.nested);
-        // The state's text for the next checkpoint (a replay merged nothing). Later observations of the thing
-        // in this slice come later in this loop too, and the state's keys were all merged by now: the last
-        // one's decides, against the state it left.
-        if (!p.replay)
-          p.rt.stateJson = p.nested === undefined && covers(p.os, p.rt.state.state) ? stateText(doc) : undefined;
-      }
+      if (keep) storeObservation(work.stored, p.position, p.rt, p.thingName, p.timestamp, p.os, p.nested);
       if (p.actions !== undefined) for (let j = 0; j < p.actions.length; j++) work.actions.push(p.actions[j]!);
     }
   }
@@ -752,9 +741,7 @@ export class RuleEngine {
       rt.armed = live + this.thresholds.settle(st, seq, now);
     } else this.thresholds.settle(st, seq, now);
 
-    // Merge after evaluating: expressions saw the state before this observation. Its text is stale
-    // until the slice's rows are made (`slice`).
-    rt.stateJson = undefined;
+    // Merge after evaluating: expressions saw the state before this observation.
     if (rt.blank) {
       rt.blank = false;
       st.state = { ...os };
@@ -841,16 +828,4 @@ export class RuleEngine {
   thingState(thingName: string): ThingState | undefined {
     return this.things.stateOf(thingName);
   }
-}
-
-/**
- * Whether an observation merged into a state carried every resource of it: the state then holds
- * the observation's values and nothing else (its keys may be in another order, which JSON keeps
- * and a state read back does not depend on). Counts keys rather than looking each up.
- */
-function covers(observed: Record<string, unknown>, state: Record<string, unknown>): boolean {
-  let n = 0;
-  for (const _ in observed) n++;
-  for (const _ in state) if (--n < 0) return false;
-  return n === 0;
 }

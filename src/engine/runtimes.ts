@@ -42,13 +42,6 @@ export interface Runtime {
   domains: ReadonlySet<string>;
   /** Its place among the known things in name order (`Runtimes.byName`); -1 until a checkpoint ranks it. */
   rank: number;
-  /**
-   * `JSON.stringify(state.state)` when the engine has it for nothing: the state's text in the
-   * stored document of the thing's last observation, when that observation carried every
-   * resource of the state (the state is then its copy). A checkpoint writes it rather than
-   * stringifying the state again; undefined when not known.
-   */
-  stateJson: string | undefined;
 }
 
 const byThingName = (a: Runtime, b: Runtime): number => {
@@ -122,7 +115,6 @@ export class Runtimes {
       domain: info.domain,
       domains: info.domains,
       rank: -1,
-      stateJson: undefined,
     };
     const prev: [number, number] = [0, 0];
     if (state.state.latlng !== undefined && readGeoPoint(state.state.latlng, prev)) {

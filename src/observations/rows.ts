@@ -69,7 +69,7 @@ export class ObservationColumnsBuilder {
 
   /**
    * An observation the engine accepted, stored as the document FIND and exports read; `stream`
-   * -1 when it is not replayable. Answers the document's JSON (`stateText` finds the state's in it).
+   * -1 when it is not replayable.
    */
   addObservation(
     thingName: string,
@@ -80,14 +80,13 @@ export class ObservationColumnsBuilder {
     nested: ObservationDocument["nested"],
     stream: number,
     offset: number,
-  ): string {
+  ): void {
     // One object literal of a fixed shape, dropped at once: a young-generation allocation, not a row kept.
     const json =
       nested === undefined
         ? JSON.stringify({ thingName, thingType, domain, timestamp, state })
         : JSON.stringify({ thingName, thingType, domain, timestamp, state, nested });
     this.addDocument(thingName, thingType, domain, timestamp, json, stream, offset);
-    return json;
   }
 
   /** A document, with its JSON; `stream` -1 when it is not replayable. */
@@ -139,19 +138,6 @@ export class ObservationColumnsBuilder {
       offset: this.offset.length === n ? this.offset : this.offset.slice(0, n),
     };
   }
-}
-
-/** Where the state's JSON begins in a document of `addObservation`: after its only `,"state":` outside a string. */
-const STATE_KEY = ',"state":';
-
-/**
- * The JSON of the state inside a document `addObservation` made without nested objects (its
- * last member, so it runs to the closing brace): the same text as `JSON.stringify(state)`,
- * without stringifying it again. The first `,"state":` is the key's: the members before it are
- * the thing's name, type and domain (JSON strings, whose quotes inside are escaped) and a number.
- */
-export function stateText(document: string): string {
-  return document.slice(document.indexOf(STATE_KEY) + STATE_KEY.length, document.length - 1);
 }
 
 /** The columns of stored observations given as documents (HTTP, tools, tests): each document's JSON as it is. */

@@ -29,7 +29,7 @@ export class MemoryStateStore implements StateStore {
     }
   }
 
-  flush(_changed: readonly ThingState[], _stateJson?: readonly (string | undefined)[]): void {
+  flush(_changed: readonly ThingState[]): void {
     this.dirty.clear();
   }
 }

@@ -63,10 +63,9 @@ export interface StateStore {
    * whatever `dropRule` changed. Takes the states as they
    * are during the call (the engine goes on changing the objects once it returns);
    * the promise resolves once they are durable, and may resolve after the engine
-   * flushed later batches: flushes become durable in the order made. `stateJson[i]`, where
-   * given, is `JSON.stringify(changed[i].state)` already made (see `Runtime.stateJson`).
+   * flushed later batches: flushes become durable in the order made.
    */
-  flush(changed: readonly ThingState[], stateJson?: readonly (string | undefined)[]): Promise<void> | void;
+  flush(changed: readonly ThingState[]): Promise<void> | void;
   /**
    * Drops what is in memory and reads the durable state again: after a batch failed
    * between its evaluation and its flush, memory holds counts and positions the
