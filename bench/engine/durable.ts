@@ -1,5 +1,5 @@
 import { loadConfig } from "../../src/config/index.js";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -17,6 +17,7 @@ import { migrations } from "../../src/migrations.js";
 import { openObservations, type OpenedObservations, type ObservationColumns } from "../../src/observations/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { openDatabase, startCheckpointer } from "../../src/store/index.js";
+import { statCpuSeconds, ThreadCpu } from "./threads.js";
 import { WORKLOAD_EPOCH_MS } from "./workload.js";
 
 /** The engine as the service runs it, by default (`DMS_ENGINE_*` in the environment change it, as for the service). */
@@ -35,7 +36,11 @@ export interface DurableFigures {
   /** The same share for the in-memory engine. */
   memoryBusy: number;
   /** The variants asked for, in the same blocks. */
-  variants: { name: string; rate: number; busy: number }[];
+  variants: { name: string; rate: number; busy: number; cpu: Map<string, number> }[];
+  /** CPU seconds of the process's threads by what they do, in the measured blocks of the durable engine. */
+  durableCpu: Map<string, number>;
+  /** The same for the in-memory engine. */
+  memoryCpu: Map<string, number>;
 }
 
 /** Chunks handed over before the first is handled, as the Kafka source does. */
@@ -63,6 +68,7 @@ export async function runDurable(
   const discard = { accept: async (_: TriggeredAction[]): Promise<void> => {} };
   const clock = (): number => WORKLOAD_EPOCH_MS;
   const opened: OpenedDurable[] = [];
+  const threads = new ThreadCpu();
   try {
     const main = openDurable(
       { name: "durable", writerThread: service.DMS_ENGINE_STATE_THREAD },
@@ -70,9 +76,13 @@ export async function runDurable(
       resolveThing,
       discard,
       clock,
+      threads,
     );
     opened.push(main);
-    for (const v of variants) opened.push(openDurable(v, rules, resolveThing, discard, clock));
+    for (const v of variants) opened.push(openDurable(v, rules, resolveThing, discard, clock, threads));
+    // The writer threads' module loaders start once the threads run.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    threads.labelNew("module loaders");
     const observations = main.observations;
     const memory = new RuleEngine({ resolveThing, state: new MemoryStateStore(), sink: discard, clock });
     memory.load(rules);
@@ -109,19 +119,25 @@ export async function runDurable(
     for (const o of opened) {
       await feed(o.engine, 0, warm, o.inFlight);
       await o.engine.checkpoint();
+      // Started by the first checkpoint that had rows.
+      threads.labelNew(`state writer (${o.name})`);
     }
     let memorySeconds = 0;
     let memoryCpuSeconds = 0;
+    const memoryCpu = new Map<string, number>();
     for (let start = warm; start < warm + measured; start += BLOCK) {
       const end = Math.min(warm + measured, start + BLOCK);
       const t0 = performance.now();
       const cpu0 = mainThreadCpuSeconds();
+      const threads0 = threads.snapshot();
       await feed(memory, start, end);
       memorySeconds += (performance.now() - t0) / 1000;
       memoryCpuSeconds += mainThreadCpuSeconds() - cpu0;
+      threads.add(threads0, threads.snapshot(), memoryCpu);
       for (const o of opened) {
         const t1 = performance.now();
         const cpu0 = mainThreadCpuSeconds();
+        const threads0 = threads.snapshot();
         await feed(o.engine, start, end, o.inFlight, o);
         // A checkpoint under way is finished inside the block that began it (its slices would run in the
         // in-memory engine's block otherwise), and the last block ends with a last checkpoint: the
@@ -131,6 +147,7 @@ export async function runDurable(
         o.checkpointing = undefined;
         o.seconds += (performance.now() - t1) / 1000;
         o.busySeconds += mainThreadCpuSeconds() - cpu0;
+        threads.add(threads0, threads.snapshot(), o.cpu);
       }
     }
 
@@ -164,7 +181,9 @@ export async function runDurable(
       storeRate: measured / storeSeconds,
       variants: opened
         .slice(1)
-        .map((o) => ({ name: o.name, rate: measured / o.seconds, busy: o.busySeconds / o.seconds })),
+        .map((o) => ({ name: o.name, rate: measured / o.seconds, busy: o.busySeconds / o.seconds, cpu: o.cpu })),
+      durableCpu: main.cpu,
+      memoryCpu,
     };
   } finally {
     for (const o of opened) await o.close();
@@ -177,14 +196,7 @@ export async function runDurable(
  * is much of it. 0 where /proc is not there.
  */
 function mainThreadCpuSeconds(): number {
-  try {
-    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // utime and stime, fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
+  return statCpuSeconds(`/proc/self/task/${process.pid}/stat`);
 }
 
 /** A durable engine set up otherwise than the service's. */
@@ -212,6 +224,8 @@ interface OpenedDurable {
   seconds: number;
   /** Of that, the CPU time of the engine's thread (the rest it waited: for the stores' threads, or for a core). */
   busySeconds: number;
+  /** CPU seconds of the process's threads in its measured blocks, by what they do. */
+  cpu: Map<string, number>;
   checkpointMs: number;
   /** Measured milliseconds since the last checkpoint began. */
   sinceCheckpoint: number;
@@ -227,14 +241,17 @@ function openDurable(
   resolveThing: ThingResolver,
   sink: { accept(actions: TriggeredAction[]): Promise<void> },
   clock: () => number,
+  threads: ThreadCpu,
 ): OpenedDurable {
   const dir = mkdtempSync(join(tmpdir(), "dms-bench-engine-"));
   const db = openDatabase({ dataDir: dir, migrations });
-  const checkpointer = startCheckpointer(db);
+  const checkpointer = threads.label(["WAL checkpointer (dms.sqlite)"], () => startCheckpointer(db));
   // The store's clock is the observations' time, as for a live stream: their day is open (no thing
   // index per row, no column cache rebuilt beside the inserts). On the machine's clock the workload's
   // fixed timestamps are a past day, closed a minute into the run, and every row was a late one.
-  const observations = openObservations({ dataDir: dir, db, writerThread: true, clock });
+  const observations = threads.label(["WAL checkpointer (observations)", "observation writer", "column builder"], () =>
+    openObservations({ dataDir: dir, db, writerThread: true, clock }),
+  );
   const state = variant.stateInMemory
     ? new MemoryStateStore()
     : new SqliteStateStore(db, { writerThread: variant.writerThread });
@@ -256,6 +273,7 @@ function openDurable(
     observations,
     seconds: 0,
     busySeconds: 0,
+    cpu: new Map(),
     checkpointMs: variant.checkpointMs ?? service.DMS_ENGINE_CHECKPOINT_MS,
     sinceCheckpoint: 0,
     checkpointing: undefined,

@@ -27,6 +27,7 @@ import { peerSection } from "./peer/report.js";
 import { fmt, header, loadAverage, table, writeSection } from "./report.js";
 import { RULES_PER_TYPE_SWEEP, sweepRules } from "./sweep.js";
 import { runDurable, type DurableFigures, type DurableVariant } from "./durable.js";
+import { perObservation } from "./threads.js";
 import { thingResolver, workload, WORKLOAD_EPOCH_MS, type Workload } from "./workload.js";
 
 /** The engine as the service runs it, by default (`DMS_ENGINE_*` in the environment change it, as for the service). */
@@ -310,6 +311,11 @@ async function durableOnly(
           ["observations stored per second by the store path alone", fmt(durable.storeRate)],
         ],
       ),
+      "",
+      "CPU per observation by thread, measured blocks:",
+      `- in-memory engine: ${perObservation(durable.memoryCpu, durable.observations)}`,
+      `- durable engine: ${perObservation(durable.durableCpu, durable.observations)}`,
+      ...durable.variants.map((v) => `- ${v.name}: ${perObservation(v.cpu, durable.observations)}`),
     ].join("\n"),
   );
 }

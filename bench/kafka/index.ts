@@ -6,7 +6,7 @@ import { loadConfig } from "../../src/config/index.js";
  */
 import { Consumer as PlatformaticConsumer } from "@platformatic/kafka";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -27,12 +27,14 @@ import { openDatabase, startCheckpointer } from "../../src/store/index.js";
 import { createTopic, startKafka } from "../../test/support/kafka.js";
 import { recordFigures } from "../charts.js";
 import { fmt, header, loadAverage, table, writeSection } from "../engine/report.js";
+import { perObservation, processCpuSeconds, ThreadCpu } from "../engine/threads.js";
 import { thingResolver, workload, WORKLOAD_EPOCH_MS } from "../engine/workload.js";
 
 /** The engine as the service runs it, by default (`DMS_ENGINE_*` in the environment change it, as for the service). */
 const service = loadConfig(process.env);
 
 const N = Number(process.argv[2] ?? 300_000);
+const BROKER_PID_FILE = `/tmp/dms-kafka-${process.env.KAFKA_PORT ?? 9092}/kafka.pid`;
 const PARTITIONS = 6;
 const LATENCY_RATE = 10_000;
 const LATENCY_SECONDS = 10;
@@ -41,6 +43,10 @@ const LOW_RATE = 2_000;
 /** Between the two, for the latency chart (bench/charts/kafka-latency.svg). */
 const MID_RATE = 5_000;
 const log = (...a: unknown[]): void => console.error(...a);
+/** The broker of scripts/kafka.sh, whose CPU per observation is reported beside the engine's threads (0: not read). */
+const BROKER_PID = Number(
+  process.env.KAFKA_BROKER_PID ?? (existsSync(BROKER_PID_FILE) ? readFileSync(BROKER_PID_FILE, "utf8").trim() : 0),
+);
 
 const brokers = await startKafka();
 const kafka = new Kafka({ clientId: "bench-kafka", brokers: brokers.split(","), logLevel: logLevel.NOTHING });
@@ -141,12 +147,16 @@ async function engineRun(
 ) {
   const dir = mkdtempSync(join(tmpdir(), "dms-bench-kafka-"));
   const db = openDatabase({ dataDir: dir, migrations });
+  // CPU by thread from the first batch to the last (threads of earlier runs have ended), and the broker's.
+  const threads = new ThreadCpu();
   // As the service runs the engine: WAL checkpoints on their own thread.
-  const checkpointer = startCheckpointer(db);
+  const checkpointer = threads.label(["WAL checkpointer (dms.sqlite)"], () => startCheckpointer(db));
   // As the service runs it: observations in their own file, written by a thread of their own. The
   // store's clock is the workload's time, as for a live stream: their day is open (see bench/engine/durable.ts).
   const observations = durable
-    ? openObservations({ dataDir: dir, db, writerThread: true, clock: () => WORKLOAD_EPOCH_MS })
+    ? threads.label(["WAL checkpointer (observations)", "observation writer", "column builder"], () =>
+        openObservations({ dataDir: dir, db, writerThread: true, clock: () => WORKLOAD_EPOCH_MS }),
+      )
     : undefined;
   // As the service runs it (service.DMS_ENGINE_STATE_THREAD).
   const state = durable ? new SqliteStateStore(db, { writerThread: stateWriterThread }) : new MemoryStateStore();
@@ -167,8 +177,16 @@ async function engineRun(
     groupId: `dms-${randomUUID()}`,
     checkpoint: () => engine.checkpoint(),
   });
+  let threads0 = new Map<number, number>();
+  let broker0 = 0;
   await source.start(async (batch) => {
-    if (first === 0) first = performance.now();
+    if (first === 0) {
+      first = performance.now();
+      // Threads started by now (kafkajs has none; module loaders of the writers) are told apart from the state writer, started later.
+      threads.labelNew("other threads");
+      threads0 = threads.snapshot();
+      broker0 = processCpuSeconds(BROKER_PID);
+    }
     const handled = await engine.handle(decodeMessages(batch));
     seen += batch.length;
     last = performance.now();
@@ -183,6 +201,11 @@ async function engineRun(
     await engine.checkpoint();
     last = performance.now();
   }
+  threads.labelNew("state writer");
+  const cpu = new Map<string, number>();
+  threads.add(threads0, threads.snapshot(), cpu);
+  cpu.set("Kafka broker (JVM)", processCpuSeconds(BROKER_PID) - broker0);
+  log(`  ${durable ? "durable" : "in memory"}: ${perObservation(cpu, seen)}`);
   await source.stop();
   await observations?.close();
   if (state instanceof SqliteStateStore) await state.close();
