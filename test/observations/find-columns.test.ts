@@ -97,23 +97,31 @@ const DASHBOARD = [
   },
 ];
 
+/** A store read from its rows and one read from its columns, both with `threeDays`, the second's days closed and taken apart. */
+async function pair() {
+  const fromRows = store();
+  const fromColumns = store();
+  const both = async (docs: ObservationDocument[]) => {
+    for (const s of [fromRows, fromColumns]) await s.store.insertBatch(docs.map((document) => ({ document })));
+  };
+  const docs = threeDays();
+  await both(docs);
+  await fromColumns.store.maintain();
+  const same = (reader: ObservationReader = fromColumns.reader) => {
+    for (const request of DASHBOARD) expect(find(reader, request)).toEqual(find(fromRows.reader, request));
+  };
+  return { fromRows, fromColumns, both, same, docs };
+}
+
 describe("FIND from the column cache of closed days", () => {
   it("answers what the rows answer, and again after late rows and retention change a closed day", async () => {
-    const fromRows = store();
-    const fromColumns = store();
-    const docs = threeDays();
-    for (const s of [fromRows, fromColumns]) await s.store.insertBatch(docs.map((document) => ({ document })));
-    // Only this store's days close: its reader then reads them from their columns.
-    await fromColumns.store.maintain();
-    const same = () => {
-      for (const request of DASHBOARD)
-        expect(find(fromColumns.reader, request)).toEqual(find(fromRows.reader, request));
-    };
+    // Only the second store's days close: its reader then reads them from their columns.
+    const { fromRows, fromColumns, both, same, docs } = await pair();
     same();
 
     // A late device: rows into a day that closed and whose columns are built (and a new field, `extra`).
     const late = [reading(1, T0 + 3_600_000, { extra: 7 }), reading(3, T0 + 2 * DAY_MS - 1, { temp: 99 })];
-    for (const s of [fromRows, fromColumns]) await s.store.insertBatch(late.map((document) => ({ document })));
+    await both(late);
     same();
     expect(find(fromColumns.reader, DASHBOARD[4]!).hits.total).toBe(1);
     // The writer stores the day's columns again; a reader that never saw the day reads them.
@@ -121,7 +129,7 @@ describe("FIND from the column cache of closed days", () => {
     const stored = fromColumns.db.prepare("SELECT count(*) AS n FROM observation_columns").get() as { n: number };
     expect(stored.n).toBe(3);
     const fresh = new SqliteObservationReader(fromColumns.db);
-    for (const request of DASHBOARD) expect(find(fresh, request)).toEqual(find(fromRows.reader, request));
+    same(fresh);
 
     // Retention cuts the first day: the rows it deleted are gone from the columns too.
     const cutoff = T0 + DAY_MS / 3;
@@ -133,16 +141,7 @@ describe("FIND from the column cache of closed days", () => {
   });
 
   it("reads rows stored late into a closed day beside its columns, without taking the day apart again", async () => {
-    const fromRows = store();
-    const fromColumns = store();
-    const both = async (docs: ObservationDocument[]) => {
-      for (const s of [fromRows, fromColumns]) await s.store.insertBatch(docs.map((document) => ({ document })));
-    };
-    await both(threeDays());
-    await fromColumns.store.maintain();
-    const same = (reader: ObservationReader = fromColumns.reader) => {
-      for (const request of DASHBOARD) expect(find(reader, request)).toEqual(find(fromRows.reader, request));
-    };
+    const { fromRows, fromColumns, both, same } = await pair();
     same();
     const build = vi.spyOn(DayColumns, "build");
     try {
@@ -192,13 +191,7 @@ describe("FIND from the column cache of closed days", () => {
     let seq = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 10 }), async (steps) => {
-        const fromRows = store();
-        const fromColumns = store();
-        const both = async (docs: ObservationDocument[]) => {
-          for (const s of [fromRows, fromColumns]) await s.store.insertBatch(docs.map((document) => ({ document })));
-        };
-        await both(threeDays());
-        await fromColumns.store.maintain();
+        const { fromRows, fromColumns, both, same } = await pair();
         let reader: ObservationReader = fromColumns.reader;
         // As the writer thread's partitions: a minute between passes, columns left to the builder.
         let minutes = NOW;
@@ -218,7 +211,7 @@ describe("FIND from the column cache of closed days", () => {
           } else if (s.op === "retention") {
             for (const x of [fromRows, fromColumns]) await x.store.deleteOlderThan(T0 + s.cut * 600_000, 1_000_000);
           } else reader = new SqliteObservationReader(fromColumns.db);
-          for (const request of DASHBOARD) expect(find(reader, request)).toEqual(find(fromRows.reader, request));
+          same(reader);
         }
         for (const x of [fromRows, fromColumns]) x.db.close();
         dbs.splice(dbs.indexOf(fromRows.db), 1);
