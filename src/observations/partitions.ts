@@ -185,11 +185,15 @@ export function storeDayColumns(db: Db, days: number, force = false): number {
     const snapshot = db.transaction(() => {
       const current = columnsToken(prepare, day);
       if (current === undefined) return undefined;
+      const stored = token === null ? undefined : parseToken(token);
+      // The stored columns, when they still answer the day's rows up to their last id.
+      const base = stored !== undefined && answersUpTo(stored, current) ? stored : undefined;
+      // Columns up to date need no count of the day's rows: a pass over every closed day reads none.
+      if (base?.maxId === current.maxId) return undefined;
       const count = dayRowCount(prepare, day);
-      const base = token === null ? undefined : parseToken(token);
-      if (base !== undefined && answersUpTo(base, current)) {
-        const late = base.maxId === current.maxId ? 0 : lateRows(prepare, day, base.maxId);
-        if (late === 0 || (!force && late <= (count - late) * LATE_ROWS_SHARE)) return undefined;
+      if (base !== undefined) {
+        const late = lateRows(prepare, day, base.maxId);
+        if (!force && late <= (count - late) * LATE_ROWS_SHARE) return undefined;
       }
       if (count > COLUMN_MAX_ROWS) return undefined;
       return { token: tokenText(current), ...buildColumns(prepare, day, () => {}, count).toStored() };
