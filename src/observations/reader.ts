@@ -167,9 +167,9 @@ export class SqliteObservationReader implements ObservationReader {
       // Only a closed day's columns are kept: the open day takes rows all the time.
       const paths = visitor.paths;
       const kept = paths && indexed === 1 ? this.columnsOf(day, visitor) : undefined;
-      const columns = kept?.columns;
-      const projection = columns?.projection(paths!);
-      if (kept && columns && projection) {
+      const projection = kept?.columns.projection(paths!);
+      if (kept && projection) {
+        const { columns } = kept;
         const types = DayColumns.mask(columns.thingTypes, f.thingTypes);
         const things = names ? DayColumns.mask(columns.thingNames, names) : undefined;
         const end = columns.firstRow(to, false);
@@ -178,29 +178,33 @@ export class SqliteObservationReader implements ObservationReader {
           if (types[type] === 0 || (things && things[columns.thingName[r]!] === 0)) continue;
           visitor.projected(columns.id[r]!, columns.thingTypes[type]!, columns.project(projection, r));
         }
-        if (kept.late) {
-          // By the rowid past the columns' last id; the other conditions filter (`+`: no index of theirs).
-          const late = this.statement(`l:${names ? "names" : "types"}:${day}`, () => {
-            const sql = `SELECT id, thing_type, doc FROM ${partitionTable(day)} WHERE id > ? AND +ts >= ? AND +ts <= ? AND +thing_type IN ${LIST}`;
-            return names ? `${sql} AND +thing_name IN ${LIST}` : sql;
-          });
-          for (const [id, thingType, json] of late.iterate(
-            kept.token.maxId,
-            from,
-            to,
-            ...lists,
-          ) as IterableIterator<CandidateRow>)
-            visitor.row(id, thingType, json);
-        }
+        // Rows stored after the columns were built: read beside them.
+        if (kept.late) this.scanRows(day, kept.token.maxId, [from, to, ...lists], names !== undefined, visitor);
         continue;
       }
-      const stmt = this.statement(`s:${names ? "names" : "types"}:${day}`, () => {
-        const sql = `SELECT id, thing_type, doc FROM ${partitionTable(day)} WHERE ts >= ? AND ts <= ? AND thing_type IN ${LIST}`;
-        return names ? `${sql} AND thing_name IN ${LIST}` : sql;
-      });
-      for (const [id, thingType, json] of stmt.iterate(from, to, ...lists) as IterableIterator<CandidateRow>)
-        visitor.row(id, thingType, json);
+      this.scanRows(day, undefined, [from, to, ...lists], names !== undefined, visitor);
     }
+  }
+
+  /**
+   * The day's rows in the window and scope to `visitor` as JSON text; with `afterId`, only those
+   * past it, found by the rowid (the other conditions filter then, `+`: no index of theirs).
+   */
+  private scanRows(
+    day: number,
+    afterId: number | undefined,
+    args: unknown[],
+    byName: boolean,
+    visitor: CandidateVisitor,
+  ): void {
+    const late = afterId !== undefined;
+    const stmt = this.statement(`${late ? "l" : "s"}:${byName ? "names" : "types"}:${day}`, () => {
+      const [range, plus] = late ? ["id > ? AND ", "+"] : ["", ""];
+      const sql = `SELECT id, thing_type, doc FROM ${partitionTable(day)} WHERE ${range}${plus}ts >= ? AND ${plus}ts <= ? AND ${plus}thing_type IN ${LIST}`;
+      return byName ? `${sql} AND ${plus}thing_name IN ${LIST}` : sql;
+    });
+    const rows = (late ? stmt.iterate(afterId, ...args) : stmt.iterate(...args)) as IterableIterator<CandidateRow>;
+    for (const [id, thingType, json] of rows) visitor.row(id, thingType, json);
   }
 
   /**
