@@ -223,7 +223,7 @@ function refuse(
  * evaluation, a site whose objects survive scavenges is marked as worth pretenuring, and from then
  * on what they point to (the batch's parsed objects) stayed alive across scavenges too and was
  * promoted: on bench/engine with `RULES=0`, about 100 MB over 400,000 observations in most runs,
- * against 45-53 MB so (`--trace-gc-nvp`; docs/engine.md, twelfth pass).
+ * against 45-53 MB so (`--trace-gc-nvp`; docs/engine.md, thirteenth pass).
  */
 class IngestedRecord {
   constructor(
