@@ -297,15 +297,13 @@ function scanValue(b: Slicing, n: number, k: Key): unknown {
   let h = 0;
   for (let i = start; i < end; i++) h = (Math.imul(h, 31) + b[i]!) | 0;
   const slot = (h ^ (h >>> 8)) & (VALUE_SLOTS - 1);
-  const cached = values === undefined ? undefined : values[slot];
-  if (cached !== undefined && cached.length === length && sameText(cached, b, start)) {
-    if (++k.lookups === VALUE_WINDOW) judgeValues(k);
-    return cached;
+  let text = values === undefined ? undefined : values[slot];
+  if (text === undefined || text.length !== length || !sameText(text, b, start)) {
+    text = b.latin1Slice(start, end);
+    if (values === undefined) (k.values = new Array<string | undefined>(VALUE_SLOTS).fill(undefined))[slot] = text;
+    else values[slot] = text;
+    k.misses++;
   }
-  const text = b.latin1Slice(start, end);
-  if (values === undefined) (k.values = new Array<string | undefined>(VALUE_SLOTS).fill(undefined))[slot] = text;
-  else values[slot] = text;
-  k.misses++;
   if (++k.lookups === VALUE_WINDOW) judgeValues(k);
   return text;
 }
