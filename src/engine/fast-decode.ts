@@ -213,8 +213,9 @@ function scanKey(b: Slicing, start: number, n: number, guess: Key | undefined, o
     k = keys[slot];
     if (k === undefined || k.bytes.length !== end - start || !sameBytes(k.bytes, b, start)) {
       // Replacing a key an open object holds would hide a later duplicate of it: decline (a rare collision).
+      // A top-level key is read while only the top object is open: the last inner object is closed.
       if (k !== undefined) {
-        if (k.top === openTop || k.inner === openInner) return undefined;
+        if (k.top === openTop || (!outer && k.inner === openInner)) return undefined;
         k.live = false;
       }
       const text = b.latin1Slice(start, end);

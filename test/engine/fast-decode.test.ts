@@ -224,6 +224,23 @@ describe("the fast path decodes as JSON.parse does, or declines", () => {
     expect(scanObservation(bytes('{"zq2":1}'))).toStrictEqual({ zq2: 1 });
   });
 
+  it("a top-level key in the cache slot of the last inner object's key is read, not declined", () => {
+    // The key cache's slot of a key (as scanKey hashes it, over 1,024 slots): the first key in the
+    // slot of the inner key "aa" replaces it. The inner object holding "aa" is closed by then, so
+    // nothing can hide a duplicate of it; only a key of an object still open forces a decline.
+    const slot = (text: string): number => {
+      let h = 0;
+      for (let i = 0; i < text.length; i++) h = (Math.imul(h, 31) + text.charCodeAt(i)) | 0;
+      return (h ^ (h >>> 10)) & 1023;
+    };
+    let other = 0;
+    while (slot(`k${other}`) !== slot("aa")) other++;
+    expect(scanObservation(bytes('{"state":{"aa":1}}'))).toStrictEqual({ state: { aa: 1 } });
+    expect(scanObservation(bytes(`{"k${other}":1}`))).toStrictEqual({ [`k${other}`]: 1 });
+    // Still declined: the same replacement while the object holding the key is open.
+    expect(scanObservation(bytes(`{"aa":1,"state":{"k${other}":1,"aa":2}}`))).toBeUndefined();
+  });
+
   it("a Uint8Array that is not a Buffer, and a view into a larger buffer", () => {
     const text = w.message(3);
     const padded = bytes(`xx${text}yy`);
