@@ -27,6 +27,15 @@ export class RuleIndex {
    * names a nested resource (`<type>.<resource>`): see `concernsAll`.
    */
   private named: string[] | undefined = [];
+  /**
+   * Dense numbers of rule ids (`CompiledRule.slot`): every id with a compiled rule, and every id a
+   * threshold entry the engine holds names (an entry taken in from the store may name a rule not
+   * loaded). A removed rule's number is free again once its entries are dropped (`release`).
+   */
+  private readonly slots = new Map<string, number>();
+  private readonly ids: string[] = [];
+  private readonly bySlot: (CompiledRule | undefined)[] = [];
+  private readonly freeSlots: number[] = [];
 
   constructor(
     private readonly compile: CompileOptions | undefined,
@@ -46,6 +55,8 @@ export class RuleIndex {
         errors.push({ id: rule.id, error: (err as Error).message });
       }
     }
+    this.bySlot.fill(undefined);
+    for (const r of this.rules.values()) this.place(r);
     this.types.clear();
     for (const type of new Set([...this.rules.values()].map((r) => r.thingType))) this.rebuild(type);
     this.named = namedResources(this.rules.values());
@@ -59,8 +70,14 @@ export class RuleIndex {
   apply(id: string, rule: Rule | null): boolean {
     const before = this.rules.get(id);
     const compiled = rule && rule.enabled ? compileRule(rule, this.compile) : undefined;
-    if (compiled) this.rules.set(id, compiled);
-    else this.rules.delete(id);
+    if (compiled) {
+      this.rules.set(id, compiled);
+      this.place(compiled);
+    } else {
+      this.rules.delete(id);
+      const slot = this.slots.get(id);
+      if (slot !== undefined) this.bySlot[slot] = undefined;
+    }
     if (before) this.rebuild(before.thingType);
     if (compiled && compiled.thingType !== before?.thingType) this.rebuild(compiled.thingType);
     this.named = namedResources(this.rules.values());
@@ -75,6 +92,39 @@ export class RuleIndex {
     return this.rules.get(id);
   }
 
+  /** The rule numbered `slot`, when it is compiled. */
+  ruleAt(slot: number): CompiledRule | undefined {
+    return this.bySlot[slot];
+  }
+
+  /** The dense number of a rule id, given on first ask. */
+  slotOf(id: string): number {
+    let slot = this.slots.get(id);
+    if (slot === undefined) {
+      slot = this.freeSlots.pop() ?? this.ids.length;
+      this.slots.set(id, slot);
+      this.ids[slot] = id;
+      this.bySlot[slot] = undefined;
+    }
+    return slot;
+  }
+
+  /** The rule id numbered `slot`. */
+  idOf(slot: number): string {
+    return this.ids[slot]!;
+  }
+
+  /**
+   * The id's number is free for another id: the rule is gone and the caller dropped every entry
+   * naming it. Without this, every rule id ever applied would keep its number.
+   */
+  release(id: string): void {
+    const slot = this.slots.get(id);
+    if (slot === undefined || this.rules.has(id)) return;
+    this.slots.delete(id);
+    this.freeSlots.push(slot);
+  }
+
   /**
    * Whether the observation in `ctx` carries every resource any rule names, so that every rule's
    * `concerns` is true: the same own-key test, made once for all rules rather than once per rule.
@@ -85,6 +135,11 @@ export class RuleIndex {
     const os = ctx.os;
     for (let i = 0; i < named.length; i++) if (!Object.hasOwn(os, named[i]!)) return false;
     return true;
+  }
+
+  private place(rule: CompiledRule): void {
+    rule.slot = this.slotOf(rule.id);
+    this.bySlot[rule.slot] = rule;
   }
 
   ofType(thingType: string): TypeRules | undefined {
