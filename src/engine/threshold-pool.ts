@@ -132,7 +132,7 @@ export class EntryPool {
 
   /** [from, to) of chunk k to the free lists, in the largest aligned pieces. */
   private freeRange(k: number, from: number, to: number): void {
-    for (let at = from; at < to; ) {
+    for (let at = from; at < to;) {
       let piece = 1;
       while ((at & piece) === 0 && at + piece * 2 <= to) piece *= 2;
       this.release(k, at, piece);

@@ -56,14 +56,7 @@ export class Thresholds implements EntryKeeper {
    * only made by `settle`, after the `prune`: it then takes over an entry this observation ended
    * instead of growing the thing's block.
    */
-  count(
-    set: RuleSet,
-    ctx: EvalContext,
-    rt: Runtime,
-    seq: number,
-    now: number,
-    fired: number,
-  ): number {
+  count(set: RuleSet, ctx: EvalContext, rt: Runtime, seq: number, now: number, fired: number): number {
     const matched = this.matched;
     const n = set.matches(ctx, matched);
     if (n === 0) return fired;

@@ -179,7 +179,9 @@ describe("threshold counting against a plain model", () => {
                 const engine = new RuleEngine({
                   resolveThing: (name) => things.find((t) => t.thingName === name),
                   state: new SqliteStateStore(db),
-                  sink: { accept: async (actions) => void fired.push(...actions.map((a) => `${a.thingName}:${a.ruleId}`)) },
+                  sink: {
+                    accept: async (actions) => void fired.push(...actions.map((a) => `${a.thingName}:${a.ruleId}`)),
+                  },
                   clock: () => now,
                 });
                 expect(engine.load(rulesOf(specs))).toEqual([]);
@@ -192,9 +194,12 @@ describe("threshold counting against a plain model", () => {
               for (const { o, then } of steps) {
                 batch.push(o);
                 if (!o.batchEnd && then === "none") continue;
-                for (const b of batch) expected.push(...oracle.observe(b.thing, b.state, now).map((r) => `${b.thing}:${r}`));
+                for (const b of batch)
+                  expected.push(...oracle.observe(b.thing, b.state, now).map((r) => `${b.thing}:${r}`));
                 await engine.handle(
-                  batch.map((b) => decodeValue({ thingName: b.thing, timestamp: now, state: b.state }, { source: "test" })),
+                  batch.map((b) =>
+                    decodeValue({ thingName: b.thing, timestamp: now, state: b.state }, { source: "test" }),
+                  ),
                 );
                 batch = [];
                 now += o.after;
@@ -204,7 +209,10 @@ describe("threshold counting against a plain model", () => {
                 else if (then === "change") {
                   // New conditions for one rule: what the engine holds and what the table holds start over.
                   const i = expected.length % specs.length;
-                  specs[i] = { ...specs[i]!, items: specs[i]!.items.map((item) => ({ ...item, value: item.value + 1 })) };
+                  specs[i] = {
+                    ...specs[i]!,
+                    items: specs[i]!.items.map((item) => ({ ...item, value: item.value + 1 })),
+                  };
                   oracle.restart(i);
                   engine.apply(`r${i}`, rulesOf(specs)[i]!);
                 }
