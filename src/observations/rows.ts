@@ -81,16 +81,29 @@ export class ObservationColumnsBuilder {
     stream: number,
     offset: number,
   ): void {
-    // One object literal of a fixed shape, dropped at once: a young-generation allocation, not a row kept.
     const json =
-      nested === undefined
+      leanDocument(thingName, thingType, domain, timestamp, state, nested) ??
+      (nested === undefined
         ? JSON.stringify({ thingName, thingType, domain, timestamp, state })
-        : JSON.stringify({ thingName, thingType, domain, timestamp, state, nested });
-    this.addDocument(thingName, thingType, domain, timestamp, json, stream, offset);
+        : JSON.stringify({ thingName, thingType, domain, timestamp, state, nested }));
+    this.push(thingName, thingType, domain, timestamp, json, stream, offset);
   }
 
   /** A document, with its JSON; `stream` -1 when it is not replayable. */
   addDocument(
+    thingName: string,
+    thingType: string,
+    domain: string,
+    timestamp: number,
+    json: string,
+    stream: number,
+    offset: number,
+  ): void {
+    // A whole document that happens to open as a lean one would be read as lean: marked by a space.
+    this.push(thingName, thingType, domain, timestamp, json.startsWith(LEAN_HEAD) ? ` ${json}` : json, stream, offset);
+  }
+
+  private push(
     thingName: string,
     thingType: string,
     domain: string,
@@ -145,14 +158,81 @@ export function toColumns(inputs: readonly StoredObservationInput[]): Observatio
   const rows = new ObservationColumnsBuilder(inputs.length);
   for (const { from, document: d } of inputs) {
     const stream = from === undefined ? -1 : rows.streamOf(from.stream, undefined);
-    rows.addDocument(d.thingName, d.thingType, d.domain, d.timestamp, JSON.stringify(d), stream, from?.offset ?? 0);
+    const whole = JSON.stringify(d);
+    // Lean where that reads back as this document's text (its members in the engine's order, no others).
+    const lean = leanDocument(d.thingName, d.thingType, d.domain, d.timestamp, d.state, d.nested);
+    if (lean !== undefined && documentJson(d.thingName, d.thingType, d.domain, d.timestamp, lean) === whole) {
+      rows.addObservation(
+        d.thingName,
+        d.thingType,
+        d.domain,
+        d.timestamp,
+        d.state,
+        d.nested,
+        stream,
+        from?.offset ?? 0,
+      );
+    } else rows.addDocument(d.thingName, d.thingType, d.domain, d.timestamp, whole, stream, from?.offset ?? 0);
   }
   return rows.columns();
 }
 
 /** Row `i` as a stored observation: what tests and tools read back. */
 export function storedInput(columns: ObservationColumns, i: number): StoredObservationInput {
-  const document = JSON.parse(columns.doc[i]!) as ObservationDocument;
+  const json = documentJson(
+    columns.thingName[i]!,
+    columns.thingType[i]!,
+    columns.domain[i]!,
+    columns.ts[i]!,
+    columns.doc[i]!,
+  );
+  const document = JSON.parse(json) as ObservationDocument;
   const s = columns.stream[i]!;
   return s < 0 ? { document } : { from: { stream: columns.streams[s]!, offset: columns.offset[i]! }, document };
+}
+
+/**
+ * How a lean document opens: `{"state":…}` (and `,"nested":…`), the document without its
+ * thingName, thingType, domain and timestamp, which the row holds in its columns. Whole
+ * documents (every row of earlier versions; `addDocument`'s) open with `{"thingName":` or,
+ * when their first member is `state`, with a space, so the first characters tell them apart.
+ */
+const LEAN_HEAD = '{"state":';
+
+/** Characters JSON.stringify escapes (and lone surrogates, which SQLite's text cannot hold): a name with one is not put back by plain concatenation. */
+const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * The lean document (the whole one without the four members its row's columns hold), when
+ * `DOCUMENT_SQL` puts them back as JSON.stringify wrote them: names it writes between quotes as
+ * they are, and an integer timestamp (the `ts` column's text is then JSON.stringify's). Half the
+ * bytes to serialize, post to the writer and store; undefined otherwise (the whole one is stored).
+ */
+function leanDocument(
+  thingName: string,
+  thingType: string,
+  domain: string,
+  timestamp: number,
+  state: Record<string, unknown>,
+  nested: ObservationDocument["nested"],
+): string | undefined {
+  if (!Number.isSafeInteger(timestamp) || ESCAPED.test(thingName) || ESCAPED.test(thingType) || ESCAPED.test(domain))
+    return undefined;
+  // One object literal of a fixed shape, dropped at once: a young-generation allocation, not a row kept.
+  return nested === undefined ? JSON.stringify({ state }) : JSON.stringify({ state, nested });
+}
+
+/**
+ * The stored document's whole JSON from a row's columns, in SQL: what every read of a day's
+ * table selects in place of `doc`, so readers get the text a whole document had (the members'
+ * order is JSON.stringify's of the engine's documents). Mirrors `documentJson`.
+ */
+export const DOCUMENT_SQL = `CASE WHEN substr(doc, 1, 9) = '${LEAN_HEAD}' THEN '{"thingName":"' || thing_name || '","thingType":"' || thing_type || '","domain":"' || domain || '","timestamp":' || ts || ',' || substr(doc, 2) WHEN substr(doc, 1, 1) = ' ' THEN substr(doc, 2) ELSE doc END`;
+
+/** The stored document's whole JSON from a row's fields, as `DOCUMENT_SQL` makes it. */
+export function documentJson(thingName: string, thingType: string, domain: string, ts: number, doc: string): string {
+  if (doc.startsWith(LEAN_HEAD)) {
+    return `{"thingName":"${thingName}","thingType":"${thingType}","domain":"${domain}","timestamp":${ts},${doc.slice(1)}`;
+  }
+  return doc.startsWith(" ") ? doc.slice(1) : doc;
 }
