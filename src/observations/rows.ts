@@ -200,6 +200,7 @@ export function storedInput(columns: ObservationColumns, i: number): StoredObser
 const LEAN_HEAD = '{"state":';
 
 /** Characters JSON.stringify escapes (and lone surrogates, which SQLite's text cannot hold): a name with one is not put back by plain concatenation. */
+// eslint-disable-next-line no-control-regex -- the control characters are what it looks for.
 const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /**
