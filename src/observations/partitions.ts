@@ -308,7 +308,14 @@ export class ObservationPartitions {
       for (const i of keep) {
         const ts = rows.ts[i]!;
         const day = dayOf(ts);
-        const args = [id++, rows.thingName[i], rows.thingType[i], rows.domain[i], ts, rows.doc[i]] as const;
+        const args = [
+          id++,
+          rows.thingName[i],
+          rows.thingTypes[rows.thingType[i]!],
+          rows.domains[rows.domain[i]!],
+          ts,
+          rows.doc[i],
+        ] as const;
         try {
           this.insertStatement(day).run(...args);
         } catch (err) {

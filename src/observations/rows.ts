@@ -1,3 +1,4 @@
+import { Dictionary } from "./dictionary.js";
 import type { ObservationDocument, StoredObservationInput } from "./types.js";
 
 /**
@@ -9,8 +10,14 @@ import type { ObservationDocument, StoredObservationInput } from "./types.js";
 export interface ObservationColumns {
   count: number;
   thingName: string[];
-  thingType: string[];
-  domain: string[];
+  /**
+   * Per row, its thing type's index in `thingTypes` (and its domain's in `domains`): a batch
+   * has few of each, and a code costs the copy to the writer thread less than a string.
+   */
+  thingType: Int32Array;
+  thingTypes: string[];
+  domain: Int32Array;
+  domains: string[];
   ts: Float64Array;
   /** Each row's document as JSON. */
   doc: string[];
@@ -33,9 +40,14 @@ const INITIAL_ROWS = 64;
 export class ObservationColumnsBuilder {
   private count = 0;
   private readonly thingName: string[] = [];
-  private readonly thingType: string[] = [];
-  private readonly domain: string[] = [];
+  private readonly thingTypes = new Dictionary();
+  private readonly domains = new Dictionary();
   private readonly doc: string[] = [];
+  private thingType: Int32Array;
+  private domain: Int32Array;
+  /** The last domain coded: a batch's rows are mostly of one. */
+  private lastDomain: string | undefined;
+  private lastDomainCode = -1;
   private ts: Float64Array;
   private stream: Int32Array;
   private offset: Float64Array;
@@ -47,6 +59,8 @@ export class ObservationColumnsBuilder {
 
   constructor(capacity = INITIAL_ROWS) {
     const rows = Math.max(1, capacity);
+    this.thingType = new Int32Array(rows);
+    this.domain = new Int32Array(rows);
     this.ts = new Float64Array(rows);
     this.stream = new Int32Array(rows);
     this.offset = new Float64Array(rows);
@@ -115,8 +129,12 @@ export class ObservationColumnsBuilder {
     const i = this.count++;
     if (i === this.ts.length) this.grow();
     this.thingName.push(thingName);
-    this.thingType.push(thingType);
-    this.domain.push(domain);
+    this.thingType[i] = this.thingTypes.code(thingType);
+    if (domain !== this.lastDomain) {
+      this.lastDomain = domain;
+      this.lastDomainCode = this.domains.code(domain);
+    }
+    this.domain[i] = this.lastDomainCode;
     this.doc.push(json);
     this.ts[i] = timestamp;
     this.stream[i] = stream;
@@ -125,6 +143,12 @@ export class ObservationColumnsBuilder {
 
   private grow(): void {
     const rows = this.ts.length * 2;
+    const thingType = new Int32Array(rows);
+    thingType.set(this.thingType);
+    this.thingType = thingType;
+    const domain = new Int32Array(rows);
+    domain.set(this.domain);
+    this.domain = domain;
     const ts = new Float64Array(rows);
     ts.set(this.ts);
     this.ts = ts;
@@ -142,8 +166,10 @@ export class ObservationColumnsBuilder {
     return {
       count: n,
       thingName: this.thingName,
-      thingType: this.thingType,
-      domain: this.domain,
+      thingType: this.thingType.length === n ? this.thingType : this.thingType.slice(0, n),
+      thingTypes: this.thingTypes.values,
+      domain: this.domain.length === n ? this.domain : this.domain.slice(0, n),
+      domains: this.domains.values,
       ts: this.ts.length === n ? this.ts : this.ts.slice(0, n),
       doc: this.doc,
       streams: this.streams,
@@ -181,8 +207,8 @@ export function toColumns(inputs: readonly StoredObservationInput[]): Observatio
 export function storedInput(columns: ObservationColumns, i: number): StoredObservationInput {
   const json = documentJson(
     columns.thingName[i]!,
-    columns.thingType[i]!,
-    columns.domain[i]!,
+    columns.thingTypes[columns.thingType[i]!]!,
+    columns.domains[columns.domain[i]!]!,
     columns.ts[i]!,
     columns.doc[i]!,
   );
