@@ -95,15 +95,23 @@ export class ObservationColumnsBuilder {
     stream: number,
     offset: number,
   ): void {
-    const json =
-      leanDocument(thingName, thingType, domain, timestamp, state, nested) ??
-      (nested === undefined
+    // One object literal of a fixed shape, dropped at once: a young-generation allocation, not a row kept.
+    const lean = leanable(thingName, thingType, domain, timestamp);
+    const json = lean
+      ? nested === undefined
+        ? JSON.stringify({ state })
+        : JSON.stringify({ state, nested })
+      : nested === undefined
         ? JSON.stringify({ thingName, thingType, domain, timestamp, state })
-        : JSON.stringify({ thingName, thingType, domain, timestamp, state, nested }));
-    this.push(thingName, thingType, domain, timestamp, json, stream, offset);
+        : JSON.stringify({ thingName, thingType, domain, timestamp, state, nested });
+    this.addDocument(thingName, thingType, domain, timestamp, json, stream, offset, lean);
   }
 
-  /** A document, with its JSON; `stream` -1 when it is not replayable. */
+  /**
+   * A document, with its JSON; `stream` -1 when it is not replayable. `lean` only for the lean
+   * JSON `addObservation` makes: a whole document that happens to open as a lean one would be
+   * read as lean, and is marked by a space.
+   */
   addDocument(
     thingName: string,
     thingType: string,
@@ -112,19 +120,7 @@ export class ObservationColumnsBuilder {
     json: string,
     stream: number,
     offset: number,
-  ): void {
-    // A whole document that happens to open as a lean one would be read as lean: marked by a space.
-    this.push(thingName, thingType, domain, timestamp, json.startsWith(LEAN_HEAD) ? ` ${json}` : json, stream, offset);
-  }
-
-  private push(
-    thingName: string,
-    thingType: string,
-    domain: string,
-    timestamp: number,
-    json: string,
-    stream: number,
-    offset: number,
+    lean = false,
   ): void {
     const i = this.count++;
     if (i === this.ts.length) this.grow();
@@ -135,7 +131,7 @@ export class ObservationColumnsBuilder {
       this.lastDomainCode = this.domains.code(domain);
     }
     this.domain[i] = this.lastDomainCode;
-    this.doc.push(json);
+    this.doc.push(lean || !json.startsWith(LEAN_HEAD) ? json : ` ${json}`);
     this.ts[i] = timestamp;
     this.stream[i] = stream;
     this.offset[i] = offset;
@@ -143,21 +139,11 @@ export class ObservationColumnsBuilder {
 
   private grow(): void {
     const rows = this.ts.length * 2;
-    const thingType = new Int32Array(rows);
-    thingType.set(this.thingType);
-    this.thingType = thingType;
-    const domain = new Int32Array(rows);
-    domain.set(this.domain);
-    this.domain = domain;
-    const ts = new Float64Array(rows);
-    ts.set(this.ts);
-    this.ts = ts;
-    const stream = new Int32Array(rows);
-    stream.set(this.stream);
-    this.stream = stream;
-    const offset = new Float64Array(rows);
-    offset.set(this.offset);
-    this.offset = offset;
+    this.thingType = grown(this.thingType, new Int32Array(rows));
+    this.domain = grown(this.domain, new Int32Array(rows));
+    this.ts = grown(this.ts, new Float64Array(rows));
+    this.stream = grown(this.stream, new Int32Array(rows));
+    this.offset = grown(this.offset, new Float64Array(rows));
   }
 
   /** The batch's columns: the typed arrays cut to its rows, so that the copy to the writer carries no spare room. */
@@ -179,26 +165,27 @@ export class ObservationColumnsBuilder {
   }
 }
 
+/** `into`, a larger array, holding `from` at its start. */
+function grown<T extends Int32Array | Float64Array>(from: T, into: T): T {
+  into.set(from);
+  return into;
+}
+
 /** The columns of stored observations given as documents (HTTP, tools, tests): each document's JSON as it is. */
 export function toColumns(inputs: readonly StoredObservationInput[]): ObservationColumns {
   const rows = new ObservationColumnsBuilder(inputs.length);
   for (const { from, document: d } of inputs) {
     const stream = from === undefined ? -1 : rows.streamOf(from.stream, undefined);
     const whole = JSON.stringify(d);
+    const { thingName, thingType, domain, timestamp, state, nested } = d;
     // Lean where that reads back as this document's text (its members in the engine's order, no others).
-    const lean = leanDocument(d.thingName, d.thingType, d.domain, d.timestamp, d.state, d.nested);
-    if (lean !== undefined && documentJson(d.thingName, d.thingType, d.domain, d.timestamp, lean) === whole) {
-      rows.addObservation(
-        d.thingName,
-        d.thingType,
-        d.domain,
-        d.timestamp,
-        d.state,
-        d.nested,
-        stream,
-        from?.offset ?? 0,
-      );
-    } else rows.addDocument(d.thingName, d.thingType, d.domain, d.timestamp, whole, stream, from?.offset ?? 0);
+    const lean = leanable(thingName, thingType, domain, timestamp)
+      ? JSON.stringify(nested === undefined ? { state } : { state, nested })
+      : undefined;
+    const offset = from?.offset ?? 0;
+    if (lean !== undefined && documentJson(thingName, thingType, domain, timestamp, lean) === whole) {
+      rows.addDocument(thingName, thingType, domain, timestamp, lean, stream, offset, true);
+    } else rows.addDocument(thingName, thingType, domain, timestamp, whole, stream, offset);
   }
   return rows.columns();
 }
@@ -230,23 +217,15 @@ const LEAN_HEAD = '{"state":';
 const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
 
 /**
- * The lean document (the whole one without the four members its row's columns hold), when
- * `DOCUMENT_SQL` puts them back as JSON.stringify wrote them: names it writes between quotes as
- * they are, and an integer timestamp (the `ts` column's text is then JSON.stringify's). Half the
- * bytes to serialize, post to the writer and store; undefined otherwise (the whole one is stored).
+ * Whether a lean document (the whole one without the four members its row's columns hold) reads
+ * back as the whole one's text: `DOCUMENT_SQL` puts names back between quotes as they are, which is
+ * JSON.stringify's text when it escapes nothing in them, and the `ts` column's text, which is
+ * JSON.stringify's for an integer. Half the bytes to serialize, post to the writer and store.
  */
-function leanDocument(
-  thingName: string,
-  thingType: string,
-  domain: string,
-  timestamp: number,
-  state: Record<string, unknown>,
-  nested: ObservationDocument["nested"],
-): string | undefined {
-  if (!Number.isSafeInteger(timestamp) || ESCAPED.test(thingName) || ESCAPED.test(thingType) || ESCAPED.test(domain))
-    return undefined;
-  // One object literal of a fixed shape, dropped at once: a young-generation allocation, not a row kept.
-  return nested === undefined ? JSON.stringify({ state }) : JSON.stringify({ state, nested });
+function leanable(thingName: string, thingType: string, domain: string, timestamp: number): boolean {
+  return (
+    Number.isSafeInteger(timestamp) && !ESCAPED.test(thingName) && !ESCAPED.test(thingType) && !ESCAPED.test(domain)
+  );
 }
 
 /**
