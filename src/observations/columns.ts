@@ -1,3 +1,5 @@
+import { Dictionary } from "./dictionary.js";
+
 /**
  * The column cache of a closed day: its rows' documents taken apart once into
  * one column per leaf path (`state.temp`, `thingName`, ...), so that a query
@@ -384,19 +386,4 @@ function toColumn(values: unknown[]): LeafColumn {
     return { kind: "keyword", codes, dictionary: dictionary.values };
   }
   return { kind: "mixed", values };
-}
-
-class Dictionary {
-  readonly values: string[] = [];
-  private readonly codes = new Map<string, number>();
-
-  code(value: string): number {
-    let c = this.codes.get(value);
-    if (c === undefined) {
-      c = this.values.length;
-      this.values.push(value);
-      this.codes.set(value, c);
-    }
-    return c;
-  }
 }

@@ -1,7 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import type { Db, Migration } from "../store/index.js";
 import { DayColumns, type StoredColumns, type StoredRow } from "./columns.js";
-import type { ObservationColumns } from "./rows.js";
+import { DOCUMENT_SQL, type ObservationColumns } from "./rows.js";
 
 export const DAY_MS = 86_400_000;
 /**
@@ -133,7 +133,7 @@ export function buildColumns(
   count = dayRowCount(prepare, day),
 ): DayColumns {
   const table = partitionTable(day);
-  const rows = prepare(`SELECT id, ts, thing_type, thing_name, doc FROM ${table} ORDER BY ts`)
+  const rows = prepare(`SELECT id, ts, thing_type, thing_name, ${DOCUMENT_SQL} FROM ${table} ORDER BY ts`)
     .raw(true)
     .iterate() as IterableIterator<StoredRow>;
   return DayColumns.build(rows, count, tick);
@@ -308,7 +308,14 @@ export class ObservationPartitions {
       for (const i of keep) {
         const ts = rows.ts[i]!;
         const day = dayOf(ts);
-        const args = [id++, rows.thingName[i], rows.thingType[i], rows.domain[i], ts, rows.doc[i]] as const;
+        const args = [
+          id++,
+          rows.thingName[i],
+          rows.thingTypes[rows.thingType[i]!],
+          rows.domains[rows.domain[i]!],
+          ts,
+          rows.doc[i],
+        ] as const;
         try {
           this.insertStatement(day).run(...args);
         } catch (err) {

@@ -13,6 +13,7 @@ import {
   type ColumnsToken,
   type Prepare,
 } from "./partitions.js";
+import { DOCUMENT_SQL } from "./rows.js";
 
 /** A stored row as FIND reads it: id, thing type, document JSON. */
 export type CandidateRow = [id: number, thingType: string, doc: string];
@@ -200,7 +201,7 @@ export class SqliteObservationReader implements ObservationReader {
     const late = afterId !== undefined;
     const stmt = this.statement(`${late ? "l" : "s"}:${byName ? "names" : "types"}:${day}`, () => {
       const [range, plus] = late ? ["id > ? AND ", "+"] : ["", ""];
-      const sql = `SELECT id, thing_type, doc FROM ${partitionTable(day)} WHERE ${range}${plus}ts >= ? AND ${plus}ts <= ? AND ${plus}thing_type IN ${LIST}`;
+      const sql = `SELECT id, thing_type, ${DOCUMENT_SQL} FROM ${partitionTable(day)} WHERE ${range}${plus}ts >= ? AND ${plus}ts <= ? AND ${plus}thing_type IN ${LIST}`;
       return byName ? `${sql} AND ${plus}thing_name IN ${LIST}` : sql;
     });
     const rows = (late ? stmt.iterate(afterId, ...args) : stmt.iterate(...args)) as IterableIterator<CandidateRow>;
@@ -237,7 +238,10 @@ export class SqliteObservationReader implements ObservationReader {
     if (ids.length === 0) return out;
     const list = JSON.stringify(ids);
     for (const day of this.days(clamp(f.tsFrom), clamp(f.tsTo))) {
-      const stmt = this.statement(`d:${day}`, () => `SELECT id, doc FROM ${partitionTable(day)} WHERE id IN ${LIST}`);
+      const stmt = this.statement(
+        `d:${day}`,
+        () => `SELECT id, ${DOCUMENT_SQL} FROM ${partitionTable(day)} WHERE id IN ${LIST}`,
+      );
       for (const [id, doc] of stmt.all(list) as [number, string][]) out.set(id, doc);
       if (out.size === ids.length) break;
     }
@@ -257,7 +261,7 @@ export class SqliteObservationReader implements ObservationReader {
     const out: CandidateRow[] = [];
     for (const day of this.days(from, to)) {
       const stmt = this.statement(`c:${names ? "names" : "types"}:${day}`, () => {
-        let sql = `SELECT id, thing_type, doc FROM ${partitionTable(day)} WHERE ts >= ? AND ts <= ? AND thing_type IN ${LIST}`;
+        let sql = `SELECT id, thing_type, ${DOCUMENT_SQL} FROM ${partitionTable(day)} WHERE ts >= ? AND ts <= ? AND thing_type IN ${LIST}`;
         if (names) sql += ` AND thing_name IN ${LIST}`;
         return `${sql} LIMIT ?`;
       });
@@ -289,7 +293,7 @@ export class SqliteObservationReader implements ObservationReader {
     for (const day of this.days(lower, upper)) {
       const stmt = this.statement(`e:${byType ? "type" : "things"}:${day}`, () => {
         const where = byType ? "thing_type = ?" : `thing_name IN ${LIST}`;
-        return `SELECT id, ts, thing_name, doc FROM ${partitionTable(day)}
+        return `SELECT id, ts, thing_name, ${DOCUMENT_SQL} FROM ${partitionTable(day)}
          WHERE ts >= ? AND ts < ? AND (ts > ? OR id > ?) AND ${where}
          ORDER BY ts, id LIMIT ?`;
       });

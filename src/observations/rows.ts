@@ -1,3 +1,4 @@
+import { Dictionary } from "./dictionary.js";
 import type { ObservationDocument, StoredObservationInput } from "./types.js";
 
 /**
@@ -9,8 +10,14 @@ import type { ObservationDocument, StoredObservationInput } from "./types.js";
 export interface ObservationColumns {
   count: number;
   thingName: string[];
-  thingType: string[];
-  domain: string[];
+  /**
+   * Per row, its thing type's index in `thingTypes` (and its domain's in `domains`): a batch
+   * has few of each, and a code costs the copy to the writer thread less than a string.
+   */
+  thingType: Int32Array;
+  thingTypes: string[];
+  domain: Int32Array;
+  domains: string[];
   ts: Float64Array;
   /** Each row's document as JSON. */
   doc: string[];
@@ -33,9 +40,14 @@ const INITIAL_ROWS = 64;
 export class ObservationColumnsBuilder {
   private count = 0;
   private readonly thingName: string[] = [];
-  private readonly thingType: string[] = [];
-  private readonly domain: string[] = [];
+  private readonly thingTypes = new Dictionary();
+  private readonly domains = new Dictionary();
   private readonly doc: string[] = [];
+  private thingType: Int32Array;
+  private domain: Int32Array;
+  /** The last domain coded: a batch's rows are mostly of one. */
+  private lastDomain: string | undefined;
+  private lastDomainCode = -1;
   private ts: Float64Array;
   private stream: Int32Array;
   private offset: Float64Array;
@@ -47,6 +59,8 @@ export class ObservationColumnsBuilder {
 
   constructor(capacity = INITIAL_ROWS) {
     const rows = Math.max(1, capacity);
+    this.thingType = new Int32Array(rows);
+    this.domain = new Int32Array(rows);
     this.ts = new Float64Array(rows);
     this.stream = new Int32Array(rows);
     this.offset = new Float64Array(rows);
@@ -82,14 +96,22 @@ export class ObservationColumnsBuilder {
     offset: number,
   ): void {
     // One object literal of a fixed shape, dropped at once: a young-generation allocation, not a row kept.
-    const json =
-      nested === undefined
+    const lean = leanable(thingName, thingType, domain, timestamp);
+    const json = lean
+      ? nested === undefined
+        ? JSON.stringify({ state })
+        : JSON.stringify({ state, nested })
+      : nested === undefined
         ? JSON.stringify({ thingName, thingType, domain, timestamp, state })
         : JSON.stringify({ thingName, thingType, domain, timestamp, state, nested });
-    this.addDocument(thingName, thingType, domain, timestamp, json, stream, offset);
+    this.addDocument(thingName, thingType, domain, timestamp, json, stream, offset, lean);
   }
 
-  /** A document, with its JSON; `stream` -1 when it is not replayable. */
+  /**
+   * A document, with its JSON; `stream` -1 when it is not replayable. `lean` only for the lean
+   * JSON `addObservation` makes: a whole document that happens to open as a lean one would be
+   * read as lean, and is marked by a space.
+   */
   addDocument(
     thingName: string,
     thingType: string,
@@ -98,13 +120,18 @@ export class ObservationColumnsBuilder {
     json: string,
     stream: number,
     offset: number,
+    lean = false,
   ): void {
     const i = this.count++;
     if (i === this.ts.length) this.grow();
     this.thingName.push(thingName);
-    this.thingType.push(thingType);
-    this.domain.push(domain);
-    this.doc.push(json);
+    this.thingType[i] = this.thingTypes.code(thingType);
+    if (domain !== this.lastDomain) {
+      this.lastDomain = domain;
+      this.lastDomainCode = this.domains.code(domain);
+    }
+    this.domain[i] = this.lastDomainCode;
+    this.doc.push(lean || !json.startsWith(LEAN_HEAD) ? json : ` ${json}`);
     this.ts[i] = timestamp;
     this.stream[i] = stream;
     this.offset[i] = offset;
@@ -112,15 +139,11 @@ export class ObservationColumnsBuilder {
 
   private grow(): void {
     const rows = this.ts.length * 2;
-    const ts = new Float64Array(rows);
-    ts.set(this.ts);
-    this.ts = ts;
-    const stream = new Int32Array(rows);
-    stream.set(this.stream);
-    this.stream = stream;
-    const offset = new Float64Array(rows);
-    offset.set(this.offset);
-    this.offset = offset;
+    this.thingType = grown(this.thingType, new Int32Array(rows));
+    this.domain = grown(this.domain, new Int32Array(rows));
+    this.ts = grown(this.ts, new Float64Array(rows));
+    this.stream = grown(this.stream, new Int32Array(rows));
+    this.offset = grown(this.offset, new Float64Array(rows));
   }
 
   /** The batch's columns: the typed arrays cut to its rows, so that the copy to the writer carries no spare room. */
@@ -129,8 +152,10 @@ export class ObservationColumnsBuilder {
     return {
       count: n,
       thingName: this.thingName,
-      thingType: this.thingType,
-      domain: this.domain,
+      thingType: this.thingType.length === n ? this.thingType : this.thingType.slice(0, n),
+      thingTypes: this.thingTypes.values,
+      domain: this.domain.length === n ? this.domain : this.domain.slice(0, n),
+      domains: this.domains.values,
       ts: this.ts.length === n ? this.ts : this.ts.slice(0, n),
       doc: this.doc,
       streams: this.streams,
@@ -140,19 +165,80 @@ export class ObservationColumnsBuilder {
   }
 }
 
+/** `into`, a larger array, holding `from` at its start. */
+function grown<T extends Int32Array | Float64Array>(from: T, into: T): T {
+  into.set(from);
+  return into;
+}
+
 /** The columns of stored observations given as documents (HTTP, tools, tests): each document's JSON as it is. */
 export function toColumns(inputs: readonly StoredObservationInput[]): ObservationColumns {
   const rows = new ObservationColumnsBuilder(inputs.length);
   for (const { from, document: d } of inputs) {
     const stream = from === undefined ? -1 : rows.streamOf(from.stream, undefined);
-    rows.addDocument(d.thingName, d.thingType, d.domain, d.timestamp, JSON.stringify(d), stream, from?.offset ?? 0);
+    const whole = JSON.stringify(d);
+    const { thingName, thingType, domain, timestamp, state, nested } = d;
+    // Lean where that reads back as this document's text (its members in the engine's order, no others).
+    const lean = leanable(thingName, thingType, domain, timestamp)
+      ? JSON.stringify(nested === undefined ? { state } : { state, nested })
+      : undefined;
+    const offset = from?.offset ?? 0;
+    if (lean !== undefined && documentJson(thingName, thingType, domain, timestamp, lean) === whole) {
+      rows.addDocument(thingName, thingType, domain, timestamp, lean, stream, offset, true);
+    } else rows.addDocument(thingName, thingType, domain, timestamp, whole, stream, offset);
   }
   return rows.columns();
 }
 
 /** Row `i` as a stored observation: what tests and tools read back. */
 export function storedInput(columns: ObservationColumns, i: number): StoredObservationInput {
-  const document = JSON.parse(columns.doc[i]!) as ObservationDocument;
+  const json = documentJson(
+    columns.thingName[i]!,
+    columns.thingTypes[columns.thingType[i]!]!,
+    columns.domains[columns.domain[i]!]!,
+    columns.ts[i]!,
+    columns.doc[i]!,
+  );
+  const document = JSON.parse(json) as ObservationDocument;
   const s = columns.stream[i]!;
   return s < 0 ? { document } : { from: { stream: columns.streams[s]!, offset: columns.offset[i]! }, document };
+}
+
+/**
+ * How a lean document opens: `{"state":…}` (and `,"nested":…`), the document without its
+ * thingName, thingType, domain and timestamp, which the row holds in its columns. Whole
+ * documents (every row of earlier versions; `addDocument`'s) open with `{"thingName":` or,
+ * when their first member is `state`, with a space, so the first characters tell them apart.
+ */
+const LEAN_HEAD = '{"state":';
+
+/** Characters JSON.stringify escapes (and lone surrogates, which SQLite's text cannot hold): a name with one is not put back by plain concatenation. */
+// eslint-disable-next-line no-control-regex -- the control characters are what it looks for.
+const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * Whether a lean document (the whole one without the four members its row's columns hold) reads
+ * back as the whole one's text: `DOCUMENT_SQL` puts names back between quotes as they are, which is
+ * JSON.stringify's text when it escapes nothing in them, and the `ts` column's text, which is
+ * JSON.stringify's for an integer. Half the bytes to serialize, post to the writer and store.
+ */
+function leanable(thingName: string, thingType: string, domain: string, timestamp: number): boolean {
+  return (
+    Number.isSafeInteger(timestamp) && !ESCAPED.test(thingName) && !ESCAPED.test(thingType) && !ESCAPED.test(domain)
+  );
+}
+
+/**
+ * The stored document's whole JSON from a row's columns, in SQL: what every read of a day's
+ * table selects in place of `doc`, so readers get the text a whole document had (the members'
+ * order is JSON.stringify's of the engine's documents). Mirrors `documentJson`.
+ */
+export const DOCUMENT_SQL = `CASE WHEN substr(doc, 1, 9) = '${LEAN_HEAD}' THEN '{"thingName":"' || thing_name || '","thingType":"' || thing_type || '","domain":"' || domain || '","timestamp":' || ts || ',' || substr(doc, 2) WHEN substr(doc, 1, 1) = ' ' THEN substr(doc, 2) ELSE doc END`;
+
+/** The stored document's whole JSON from a row's fields, as `DOCUMENT_SQL` makes it. */
+export function documentJson(thingName: string, thingType: string, domain: string, ts: number, doc: string): string {
+  if (doc.startsWith(LEAN_HEAD)) {
+    return `{"thingName":"${thingName}","thingType":"${thingType}","domain":"${domain}","timestamp":${ts},${doc.slice(1)}`;
+  }
+  return doc.startsWith(" ") ? doc.slice(1) : doc;
 }
