@@ -228,16 +228,14 @@ export class RuleEngine {
   private readonly restart = new Map<string, number>();
   /** The clock when the current batch began: one time for all of it (intervals, dead letters). */
   private batchNow = 0;
-  /** `dropRule` ran since the last flush: the store writes the states it changed with the next one. */
-  private dropped = false;
 
   constructor(private readonly options: EngineOptions) {
     this.clock = options.clock ?? Date.now;
     this.checkpointMs = options.checkpointMs ?? CHECKPOINT_MS;
     this.checkpointThings = options.checkpointThings ?? CHECKPOINT_THINGS;
     this.rules = new RuleIndex(options.compile, options.indexRules);
+    this.things = new Runtimes(options.resolveThing, options.state);
     this.thresholds = new Thresholds(this.rules);
-    this.things = new Runtimes(options.resolveThing, options.state, this.thresholds);
   }
 
   // ---- rules ----
@@ -253,20 +251,7 @@ export class RuleEngine {
    * conditions changed start over, every other rule keeps its state.
    */
   apply(id: string, rule: Rule | null): void {
-    if (!this.rules.apply(id, rule)) return;
-    // The things the engine holds keep their entries in its pool (their states hold none): dropped
-    // here, each thing on the next checkpoint. The store drops the rule from the states it holds
-    // alone, and writes them with the next flush: see `writeSlice`.
-    const slot = this.rules.slotOf(id);
-    for (const rt of this.things.all()) {
-      if (rt.tn > 0 && this.thresholds.drop(rt, slot) && !rt.dirty) {
-        rt.dirty = true;
-        this.dirty.push(rt);
-      }
-    }
-    this.options.state.dropRule(id);
-    this.rules.release(id);
-    this.dropped = true;
+    if (this.rules.apply(id, rule)) this.options.state.dropRule(id);
   }
 
   get ruleCount(): number {
@@ -563,43 +548,17 @@ export class RuleEngine {
       if (cp.cancelled) return things.length;
       const end = Math.min(things.length, at + CHECKPOINT_STEP);
       const states: ThingState[] = [];
-      // The records whose entries are written into their states for the flush, taken out again after it.
-      const shown: Runtime[] = [];
-      if (this.dropped) {
-        // The store writes the states `dropRule` changed with this flush; one of them may be a
-        // thing the engine took in since, whose entries are in the pool: every held thing's state
-        // shows its entries for this flush (once per rule change).
-        this.dropped = false;
-        for (const rt of this.things.all()) this.show(rt, shown);
-      }
       for (let i = at; i < end; i++) {
         const rt = things[i]!;
         rt.dirty = false;
-        // A record forgotten since it changed: the thing's state has its entries from then, or a
-        // record made since holds them.
-        const holder = rt.gone ? this.things.holder(rt.state) : rt;
-        if (holder !== undefined) this.show(holder, shown);
         states.push(rt.state);
       }
       // An empty first step still writes what `dropRule` changed.
-      let written: Promise<void> | void;
-      try {
-        written = this.options.state.flush(states);
-      } finally {
-        // The store took the states as they were during the call (see `StateStore.flush`).
-        for (const rt of shown) rt.state.thresholds = undefined;
-      }
+      const written = this.options.state.flush(states);
       if (written !== undefined) cp.writes.push(written);
       at = end;
     } while (at < things.length && performance.now() - since < SLICE_MS);
     return at;
-  }
-
-  /** Writes the thing's live entries into its state for a flush, once; `shown` lists it to take them out after. */
-  private show(rt: Runtime, shown: Runtime[]): void {
-    if (rt.tc === 0 || rt.state.thresholds !== undefined) return;
-    rt.state.thresholds = this.thresholds.entries(rt, false);
-    if (rt.state.thresholds !== undefined) shown.push(rt);
   }
 
   /**
@@ -788,10 +747,10 @@ export class RuleEngine {
     }
 
     // The prune first: the entries it ends are the ones the rules new to the thing take over.
-    if (armed > 0 && rt.tn > 0) {
-      const live = this.thresholds.prune(rt, ctx, seq, now);
-      rt.armed = live + this.thresholds.settle(rt, seq, now);
-    } else this.thresholds.settle(rt, seq, now);
+    if (armed > 0 && st.thresholds !== undefined) {
+      const live = this.thresholds.prune(st.thresholds, ctx, seq, now);
+      rt.armed = live + this.thresholds.settle(st, seq, now);
+    } else this.thresholds.settle(st, seq, now);
 
     // Merge after evaluating: expressions saw the state before this observation.
     if (rt.blank) {

@@ -40,15 +40,6 @@ export class RuleIndex {
   /** The resources of `namedCounts`, or undefined while an item names a nested resource; made on the first need after a change. */
   private named: string[] | undefined = [];
   private namedStale = false;
-  /**
-   * Dense numbers of rule ids (`CompiledRule.slot`): every id with a compiled rule, and every id a
-   * threshold entry the engine holds names (an entry taken in from the store may name a rule not
-   * loaded). A removed rule's number is free again once its entries are dropped (`release`).
-   */
-  private readonly slots = new Map<string, number>();
-  private readonly ids: string[] = [];
-  private readonly bySlot: (CompiledRule | undefined)[] = [];
-  private readonly freeSlots: number[] = [];
 
   constructor(
     private readonly compile: CompileOptions | undefined,
@@ -76,8 +67,6 @@ export class RuleIndex {
         errors.push({ id: rule.id, error: (err as Error).message });
       }
     }
-    this.bySlot.fill(undefined);
-    for (const r of this.rules.values()) this.place(r);
     this.types.clear();
     for (const type of this.byType.keys()) this.stale.add(type);
     return errors;
@@ -94,13 +83,10 @@ export class RuleIndex {
     if (compiled !== undefined) {
       if (before === undefined) this.add(compiled);
       else this.replace(before, compiled);
-      this.place(compiled);
     } else if (before !== undefined) {
       this.count(before, -1);
       this.rules.delete(id);
       this.leaveType(before);
-      const slot = this.slots.get(id);
-      if (slot !== undefined) this.bySlot[slot] = undefined;
     }
     if (before) this.stale.add(before.thingType);
     if (compiled) this.stale.add(compiled.thingType);
@@ -113,39 +99,6 @@ export class RuleIndex {
 
   rule(id: string): CompiledRule | undefined {
     return this.rules.get(id);
-  }
-
-  /** The rule numbered `slot`, when it is compiled. */
-  ruleAt(slot: number): CompiledRule | undefined {
-    return this.bySlot[slot];
-  }
-
-  /** The dense number of a rule id, given on first ask. */
-  slotOf(id: string): number {
-    let slot = this.slots.get(id);
-    if (slot === undefined) {
-      slot = this.freeSlots.pop() ?? this.ids.length;
-      this.slots.set(id, slot);
-      this.ids[slot] = id;
-      this.bySlot[slot] = undefined;
-    }
-    return slot;
-  }
-
-  /** The rule id numbered `slot`. */
-  idOf(slot: number): string {
-    return this.ids[slot]!;
-  }
-
-  /**
-   * The id's number is free for another id: the rule is gone and the caller dropped every entry
-   * naming it. Without this, every rule id ever applied would keep its number.
-   */
-  release(id: string): void {
-    const slot = this.slots.get(id);
-    if (slot === undefined || this.rules.has(id)) return;
-    this.slots.delete(id);
-    this.freeSlots.push(slot);
   }
 
   /**
@@ -162,11 +115,6 @@ export class RuleIndex {
     const os = ctx.os;
     for (let i = 0; i < named.length; i++) if (!Object.hasOwn(os, named[i]!)) return false;
     return true;
-  }
-
-  private place(rule: CompiledRule): void {
-    rule.slot = this.slotOf(rule.id);
-    this.bySlot[rule.slot] = rule;
   }
 
   ofType(thingType: string): TypeRules | undefined {

@@ -2,19 +2,13 @@ import { LRUCache } from "lru-cache";
 import { readGeoPoint, UNTYPED } from "./compile/index.js";
 import type { StateStore, ThingState } from "./state/index.js";
 import type { ThingInfo, ThingResolver } from "./things.js";
-import type { Block, EntryKeeper } from "./threshold-pool.js";
 import type { NestedObservation } from "./types.js";
 
 /** Unknown thing names remembered, so a stream of them does not hit the registry each time. */
 const UNKNOWN_THINGS_CACHE = 10_000;
 
-/**
- * A thing the engine has seen: what it is, its state and its thresholds, all mutated in place. Its
- * threshold entries are its block of the thresholds' pool (`Block`: `tk`, `tb`, `tc`, `tn`); while the
- * engine holds the thing, its `state.thresholds` is undefined but when a checkpoint or `forget`
- * writes the block there.
- */
-export interface Runtime extends Block {
+/** A thing the engine has seen: what it is, its state and its thresholds, all mutated in place. */
+export interface Runtime {
   info: ThingInfo;
   state: ThingState;
   hasPos: boolean;
@@ -48,8 +42,6 @@ export interface Runtime extends Block {
   domains: ReadonlySet<string>;
   /** Its place among the known things in name order (`Runtimes.byName`); -1 until a checkpoint ranks it. */
   rank: number;
-  /** Forgotten (`Runtimes.forget`): its block is gone, and a record made since may hold its state. */
-  gone: boolean;
 }
 
 const byThingName = (a: Runtime, b: Runtime): number => {
@@ -81,7 +73,6 @@ export class Runtimes {
   constructor(
     private readonly resolveThing: ThingResolver,
     private readonly state: StateStore,
-    private readonly entries: EntryKeeper,
   ) {}
 
   /** The thing's record, made on first sight; undefined for a thing the registry does not know. */
@@ -118,21 +109,13 @@ export class Runtimes {
       lat: 0,
       blank,
       dirty: false,
-      armed: 0,
-      tk: 0,
-      tb: 0,
-      tc: 0,
-      tn: 0,
+      armed: state.thresholds?.length ?? 0,
       thingType: info.thingType,
       checks: info.checks,
       domain: info.domain,
       domains: info.domains,
       rank: -1,
-      gone: false,
     };
-    // The stored entries go into the thing's block; the state holds none while the engine holds the thing.
-    rt.armed = this.entries.adopt(rt, state.thresholds);
-    state.thresholds = undefined;
     const prev: [number, number] = [0, 0];
     if (state.state.latlng !== undefined && readGeoPoint(state.state.latlng, prev)) {
       rt.hasPos = true;
@@ -188,48 +171,20 @@ export class Runtimes {
     return this.known.get(thingName)?.domain ?? this.resolveThing(thingName)?.domain;
   }
 
-  /** The thing's last known state (for the rules dry-run and tests): its entries, inert ones too, as objects. */
+  /** The thing's last known state (for the rules dry-run and tests). */
   stateOf(thingName: string): ThingState | undefined {
-    const rt = this.known.get(thingName);
-    if (rt === undefined) return this.state.thing(thingName);
-    return rt.tc === 0 ? rt.state : { ...rt.state, thresholds: this.entries.entries(rt, true) };
+    return this.known.get(thingName)?.state ?? this.state.thing(thingName);
   }
 
-  /** The record that holds `state` now, if the engine holds its thing. */
-  holder(state: ThingState): Runtime | undefined {
-    const rt = this.known.get(state.thingName);
-    return rt?.state === state ? rt : undefined;
-  }
-
-  /** Every thing the engine holds. */
-  all(): IterableIterator<Runtime> {
-    return this.known.values();
-  }
-
-  /**
-   * Every thing (undefined) or one: resolved again on its next observation. Its entries go back to
-   * its state (which the store keeps: a new record takes them in again), its block to the pool.
-   */
+  /** Every thing (undefined) or one: resolved again on its next observation. */
   forget(thingName?: string): void {
     if (thingName === undefined) {
-      for (const rt of this.known.values()) this.letGo(rt, false);
-      this.entries.clear();
       this.known.clear();
       this.unknown.clear();
     } else {
-      const rt = this.known.get(thingName);
-      if (rt !== undefined) this.letGo(rt, true);
       this.known.delete(thingName);
       this.unknown.delete(thingName);
     }
-  }
-
-  private letGo(rt: Runtime, release: boolean): void {
-    rt.state.thresholds = this.entries.entries(rt, true);
-    if (release) this.entries.release(rt);
-    rt.tc = 0;
-    rt.tn = 0;
-    rt.gone = true;
   }
 }
 

@@ -1,8 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { Runtimes } from "../../src/engine/runtimes.js";
-import { RuleIndex } from "../../src/engine/rule-index.js";
-import { Thresholds } from "../../src/engine/thresholds.js";
 import { MemoryStateStore, type ThingInfo } from "../../src/engine/index.js";
 
 function runtimes(): Runtimes {
@@ -14,7 +12,7 @@ function runtimes(): Runtimes {
     domains: new Set(["root"]),
     checks,
   });
-  return new Runtimes(info, new MemoryStateStore(), new Thresholds(new RuleIndex(undefined, undefined)));
+  return new Runtimes(info, new MemoryStateStore());
 }
 
 const names = (list: readonly { state: { thingName: string } }[]): string[] => list.map((rt) => rt.state.thingName);

@@ -37,12 +37,6 @@ export interface CompiledExpression {
 
 export interface CompiledRule {
   readonly id: string;
-  /**
-   * The rule's dense number among every rule id the engine has known (`RuleIndex.slotOf`), set
-   * when the rule joins an index (-1 before): threshold entries name their rule by it, a number
-   * compared in a typed array rather than an id string in an object.
-   */
-  slot: number;
   readonly rule: Rule;
   readonly thingType: string;
   readonly domain: string;
@@ -125,7 +119,6 @@ export function compileRule(rule: Rule, options: CompileOptions = {}): CompiledR
   const indexed = expressions.find((e) => e.index !== undefined);
   return {
     id: rule.id,
-    slot: -1,
     rule,
     thingType: rule.filter.thingType,
     domain: rule.filter.domain,

@@ -21,9 +21,7 @@ export interface ThingState {
    * ones (`isLive` false) the engine reuses for the next rule that matches. Any other
    * (rule, thing) pair is at count 0 and never fired recently, so it needs no entry;
    * this keeps state small however many rules match now and then. Stores keep only
-   * the live entries. While the engine holds the thing its entries are in the engine's
-   * pool (`threshold-pool.ts`) and this is undefined, but during a `flush` (its live
-   * entries) and once the engine forgets the thing (all of them).
+   * the live entries.
    */
   thresholds?: ThresholdState[];
 }
@@ -57,10 +55,7 @@ export interface StateStore {
   thing(thingName: string): ThingState | undefined;
   /** A thing seen for the first time; the engine mutates the object in place from then on. */
   add(state: ThingState): void;
-  /**
-   * Forgets every threshold of a removed or changed rule in the states that hold theirs (the
-   * things the engine holds have theirs in its pool, and the engine drops those itself).
-   */
+  /** Forgets every threshold of a removed or changed rule. */
   dropRule(ruleId: string): void;
   /**
    * Makes durable the states given (a checkpoint's slice: each once; the engine
