@@ -14,10 +14,8 @@ import type { TriggeredAction } from "../../src/actions/index.js";
 import {
   decodeMessages,
   MemoryStateStore,
-  RawMessage,
   readGeoPoint,
   RuleEngine,
-  StreamPosition,
   type EngineOptions,
   type RawObservation,
   type ThingInfo,
@@ -357,8 +355,11 @@ class Encoded {
   chunk(start: number, end: number): RawObservation[] {
     const out: RawObservation[] = [];
     for (let i = start; i < Math.min(end, this.length); i++) {
-      const value = this.bytes.subarray(this.offsets[i], this.offsets[i + 1]);
-      out.push(new RawMessage(null, value, new StreamPosition("kafka:bench", 0, String(i))));
+      out.push({
+        key: null,
+        value: this.bytes.subarray(this.offsets[i], this.offsets[i + 1]),
+        position: { source: "kafka:bench", partition: 0, offset: String(i) },
+      });
     }
     return out;
   }

@@ -1,9 +1,7 @@
 import type { TriggeredAction } from "../../src/actions/index.js";
 import {
   MemoryStateStore,
-  RawMessage,
   RuleEngine,
-  StreamPosition,
   type RawObservation,
   type ThingInfo,
   type ThingResolver,
@@ -108,7 +106,11 @@ export function memoryEngine(w: Workload, rules: readonly Rule[]): RuleEngine {
 export function rawChunk(messages: readonly Buffer[], start: number, end: number): RawObservation[] {
   const chunk: RawObservation[] = [];
   for (let i = start; i < Math.min(messages.length, end); i++)
-    chunk.push(new RawMessage(null, messages[i]!, new StreamPosition("kafka:bench", 0, String(i))));
+    chunk.push({
+      key: null,
+      value: messages[i]!,
+      position: { source: "kafka:bench", partition: 0, offset: String(i) },
+    });
   return chunk;
 }
 

@@ -59,4 +59,3 @@ export { KafkaObservationSource, type KafkaSourceOptions } from "./sources/kafka
 export { HttpObservationSource, type HttpIngestResult } from "./sources/http.js";
 export { deviceIngest, MqttObservationSource, type DeviceIngestOptions, type DevicePublishes } from "./sources/mqtt.js";
 export { GroupCommit, type GroupCommitOptions } from "./sources/group-commit.js";
-export { RawMessage, StreamPosition } from "./sources/raw.js";

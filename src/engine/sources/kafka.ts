@@ -2,7 +2,6 @@ import { Kafka, logLevel, type Consumer } from "kafkajs";
 import type { Logger } from "../../observability/index.js";
 import type { ObservationSource } from "./source.js";
 import type { RawObservation } from "../types.js";
-import { RawMessage, StreamPosition } from "./raw.js";
 
 export interface KafkaSourceOptions {
   brokers: string[];
@@ -139,14 +138,11 @@ export class KafkaObservationSource implements ObservationSource {
           for (let start = 0; start < messages.length; start += chunkSize) {
             if (!isRunning() || isStale() || this.epochOf(partition) !== epoch) break;
             const chunk = messages.slice(start, start + chunkSize);
-            const raws: RawObservation[] = chunk.map(
-              (m) =>
-                new RawMessage(
-                  m.key ? m.key.toString("utf8") : null,
-                  m.value ?? Buffer.alloc(0),
-                  new StreamPosition(source, partition, m.offset, epoch),
-                ),
-            );
+            const raws: RawObservation[] = chunk.map((m) => ({
+              key: m.key ? m.key.toString("utf8") : null,
+              value: m.value ?? Buffer.alloc(0),
+              position: { source, partition, offset: m.offset, epoch },
+            }));
             const handled = handle(raws);
             // Awaited in order below; a failure of a later chunk while an earlier one is awaited is not unhandled.
             handled.catch(() => undefined);

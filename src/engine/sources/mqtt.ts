@@ -5,7 +5,6 @@ import { deadLetter } from "../checks.js";
 import type { ObservationIngest } from "../ingest.js";
 import type { ObservationSource } from "./source.js";
 import type { RawObservation } from "../types.js";
-import { RawMessage, StreamPosition } from "./raw.js";
 import { GroupCommit, type GroupCommitOptions } from "./group-commit.js";
 
 /**
@@ -39,8 +38,8 @@ export class MqttObservationSource implements ObservationSource {
   async start(handle: (batch: readonly RawObservation[]) => Promise<void>): Promise<void> {
     const batches = new GroupCommit<RawObservation>(handle, this.options);
     this.batches = batches;
-    const position = new StreamPosition(this.name);
-    this.bridge.onObservations((thingName, payload) => batches.add(new RawMessage(thingName, payload, position)));
+    const position = { source: this.name };
+    this.bridge.onObservations((thingName, payload) => batches.add({ key: thingName, value: payload, position }));
   }
 
   /** Refuses what arrives from now on (unacknowledged), and waits for the batches under way. */
