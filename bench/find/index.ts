@@ -20,7 +20,14 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config/index.js";
 import Database from "better-sqlite3";
-import { dayOf, OBSERVATIONS_FILE, partitionTable, planFind, runFind } from "../../src/observations/index.js";
+import {
+  dayOf,
+  DOCUMENT_SQL,
+  OBSERVATIONS_FILE,
+  partitionTable,
+  planFind,
+  runFind,
+} from "../../src/observations/index.js";
 import { startDms } from "../../src/service.js";
 import { indexMapping } from "../../test/observations/differential/data.js";
 import { fromOpenSearch, toOpenSearch } from "../../test/observations/differential/engines.js";
@@ -310,7 +317,8 @@ async function main(): Promise<void> {
       // the answer filtered to its errors, so that the client does not parse an item per document.
       const pages = tablesOf(-8.64e15, 8.64e15).map((table) =>
         db.prepare<[number, number], { id: number; thing_type: string; doc: string }>(
-          `SELECT id, thing_type, doc FROM ${table} WHERE id > ? ORDER BY id LIMIT ?`,
+          // The whole document, as every reader gets it: the engine's rows are stored lean (rows.ts).
+          `SELECT id, thing_type, ${DOCUMENT_SQL} AS doc FROM ${table} WHERE id > ? ORDER BY id LIMIT ?`,
         ),
       );
       const bulk = async (page: { thing_type: string; doc: string }[]): Promise<void> => {
