@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { ObservationColumnsBuilder } from "../observations/index.js";
+import type { ObservationColumnsBuilder, StateText } from "../observations/index.js";
 import { MAX_DEAD_LETTER_PAYLOAD, type DeadLetter, type DeadLetterReason } from "./dead-letters/index.js";
 import type { Ingested } from "./decode.js";
 import type { ThingInfo } from "./things.js";
@@ -38,6 +38,8 @@ export function storeObservation(
   timestamp: number,
   state: Record<string, unknown>,
   nested: NestedObservation[] | undefined,
+  /** The state's JSON text as the input held it, when it did: stored as it is. */
+  text?: StateText,
 ): void {
   // A position with an offset is replayable (Kafka): the store keeps each (stream, offset) once.
   const { source, partition, offset } = position;
@@ -51,6 +53,7 @@ export function storeObservation(
     nested,
     replayable ? rows.streamOf(source, partition) : -1,
     replayable ? Number(offset) : 0,
+    text,
   );
 }
 

@@ -1,5 +1,5 @@
 import type { DeadLetterReason } from "./dead-letters/index.js";
-import { scanObservation } from "./fast-decode.js";
+import { scanObservation, type StateSpan } from "./fast-decode.js";
 import type { NestedObservation, RawObservation, SourcePosition } from "./types.js";
 
 /**
@@ -29,6 +29,14 @@ interface IngestedBase {
   position: SourcePosition;
   /** The input as it arrived (bytes or a JSON value), for a dead letter's payload only. */
   input: unknown;
+  /**
+   * The observation's state as JSON text, when the decode found it in the input as JSON.stringify
+   * would write it: bytes [stateStart, stateEnd) of `stateBytes` (see `StateSpan`). The store keeps
+   * that text rather than stringifying the state again. Absent (or stateStart -1) otherwise.
+   */
+  stateBytes?: Buffer | undefined;
+  stateStart?: number;
+  stateEnd?: number;
 }
 
 /** One input after decoding: exactly one of an observation and a refusal. */
@@ -126,7 +134,25 @@ export function decodeValue(value: unknown, position: SourcePosition, options: D
  * read from the bytes (`scanObservation`), anything else through JSON.parse, to the same result.
  */
 export function decodeBytes(bytes: Uint8Array, position: SourcePosition, options: DecodeOptions = {}): Ingested {
-  return decodeParsed(parseBytes(bytes, true), bytes, position, options);
+  return decodeScanned(parseBytes(bytes, true, span), bytes, position, options);
+}
+
+/** `decodeParsed` of what the fast scan gave (`span` filled by it), with the state's text where it found it. */
+function decodeScanned(value: unknown, bytes: Uint8Array, position: SourcePosition, options: DecodeOptions): Ingested {
+  const item = decodeParsed(value, bytes, position, options);
+  // The span is the state's that the observation holds: the decode takes the input's own `state`.
+  if (span.start >= 0 && item.observation !== undefined) withStateText(item, bytes, span);
+  return item;
+}
+
+/** Where the last fast scan found its state's text: the decode is synchronous, so one serves all. */
+const span: StateSpan = { start: -1, end: -1 };
+
+function withStateText(item: Ingested, bytes: Uint8Array, at: StateSpan): void {
+  const record = item as IngestedRecord;
+  record.stateBytes = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+  record.stateStart = at.start;
+  record.stateEnd = at.end;
 }
 
 /** `decodeBytes` by JSON.parse alone: what the fast path declines to, and the reference tests hold it to. */
@@ -145,9 +171,11 @@ const NOT_JSON: unique symbol = Symbol("not JSON");
  * The JSON value the bytes hold, or NOT_JSON: the fast path's (`fast`, when it reads them; it reads
  * only objects), else JSON.parse's, to the same value.
  */
-function parseBytes(bytes: Uint8Array, fast: boolean): unknown {
+/** The input's JSON value, or NOT_JSON; `at` (fast scans only) says where its state's text is. */
+function parseBytes(bytes: Uint8Array, fast: boolean, at?: StateSpan): unknown {
+  if (at !== undefined) at.start = -1;
   if (fast) {
-    const value = scanObservation(bytes);
+    const value = scanObservation(bytes, at);
     if (value !== undefined) return value;
   }
   try {
@@ -202,8 +230,8 @@ export async function decodeWireMessages(batch: readonly RawObservation[], wire:
  * JSON are one refusal; in an array, each item is decoded (and refused) on its own.
  */
 export function decodeDevicePayload(device: string, payload: Uint8Array, position: SourcePosition): Ingested[] {
-  const value = parseBytes(payload, true);
-  if (!Array.isArray(value)) return [decodeParsed(value, payload, position, { device })];
+  const value = parseBytes(payload, true, span);
+  if (!Array.isArray(value)) return [decodeScanned(value, payload, position, { device })];
   return value.map((item: unknown) => decodeValue(item, position, { device }));
 }
 
@@ -226,6 +254,9 @@ function refuse(
  * against 45-53 MB so (`--trace-gc-nvp`; docs/engine.md, thirteenth pass).
  */
 class IngestedRecord {
+  stateBytes: Buffer | undefined = undefined;
+  stateStart = -1;
+  stateEnd = -1;
   constructor(
     readonly position: SourcePosition,
     readonly input: unknown,

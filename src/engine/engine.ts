@@ -148,6 +148,10 @@ interface Pending {
   /** Made once, on first need: the stored row and the actions must carry the same id. */
   id: string | undefined;
   actions: TriggeredAction[] | undefined;
+  /** The state's JSON text in the input, as the decode found it (`Ingested.stateBytes`): the stored row's. */
+  stateBytes: Buffer | undefined;
+  stateStart: number;
+  stateEnd: number;
 }
 
 function newPending(position: SourcePosition, rt: Runtime): Pending {
@@ -164,6 +168,9 @@ function newPending(position: SourcePosition, rt: Runtime): Pending {
     replay: false,
     id: undefined,
     actions: undefined,
+    stateBytes: undefined,
+    stateStart: -1,
+    stateEnd: -1,
   };
 }
 
@@ -648,7 +655,7 @@ export class RuleEngine {
     for (let i = 0; i < accepted; i++) {
       const p = pending[i]!;
       work.accepted++;
-      if (keep) storeObservation(work.stored, p.position, p.rt, p.thingName, p.timestamp, p.os, p.nested);
+      if (keep) storeObservation(work.stored, p.position, p.rt, p.thingName, p.timestamp, p.os, p.nested, p);
       if (p.actions !== undefined) for (let j = 0; j < p.actions.length; j++) work.actions.push(p.actions[j]!);
     }
   }
@@ -697,6 +704,9 @@ export class RuleEngine {
     p.replay = false;
     p.id = undefined;
     p.actions = undefined;
+    p.stateBytes = item.stateBytes;
+    p.stateStart = item.stateStart ?? -1;
+    p.stateEnd = item.stateEnd ?? -1;
     if (pos.offset !== undefined && pos.partition !== undefined) {
       // A replay of what the state already holds (crash after flush, before commit): store it, do not count it again.
       const src = this.sourceKey(pos.source, pos.partition);

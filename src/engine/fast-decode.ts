@@ -12,6 +12,10 @@
  * trailing bytes. Numbers are JSON.parse's bit for bit: up to 2^53 exactly, decimals by Clinger's
  * fast path (one exact multiply or divide), the rest by `Number` of their text (correctly rounded,
  * as JSON.parse is).
+ *
+ * It also says where the input's `state` object is, when its bytes are exactly the JSON.stringify
+ * of the object it returns (`StateSpan`): the observation store then keeps those bytes as the
+ * stored document's state instead of stringifying the object again.
  */
 
 const QUOTE = 0x22;
@@ -70,6 +74,11 @@ interface Key {
   /** Lookups and misses in `values` since the last look at how well it does. */
   lookups: number;
   misses: number;
+  /**
+   * All digits: an object orders such keys (array indexes) before the others, ascending, so an
+   * object holding one may stringify in another order than its text's.
+   */
+  digits: boolean;
 }
 
 /**
@@ -112,14 +121,35 @@ const makers = Array.from({ length: MAX_ROOM + 1 }, (_, room) => {
 /** How many members the last top-level object had. */
 let topSize = 3;
 
+/**
+ * Whether the inner object being scanned is, so far, its JSON.stringify text byte for byte: no
+ * whitespace, numbers as JavaScript prints them, no digit keys (strings are printable ASCII
+ * without escapes, keys unique, by what the scan accepts at all). Set before the `state` object
+ * is scanned, cleared by what breaks it, read once it is closed.
+ */
+let canonical = true;
+
+/**
+ * Where an input's `state` object's text is, bytes [start, end), when that text is the JSON.stringify
+ * of the object `scanObservation` returned for it; start -1 when it is not, or there is none.
+ */
+export interface StateSpan {
+  start: number;
+  end: number;
+}
+
 /** What a scan returns to decline (a value never is this object). */
 const DECLINE: unknown = Object.freeze({});
 /** Where the scan is: each scanner starts at `pos` and leaves it after what it read. */
 let pos = 0;
 
-/** The object `bytes` hold as JSON.parse would give it, or `undefined` when it declines (see the header). */
-export function scanObservation(bytes: Uint8Array): Record<string, unknown> | undefined {
+/**
+ * The object `bytes` hold as JSON.parse would give it, or `undefined` when it declines (see the
+ * header); `span`, when given, is filled with where its `state` object's text is (see `StateSpan`).
+ */
+export function scanObservation(bytes: Uint8Array, span?: StateSpan): Record<string, unknown> | undefined {
   const b = (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length)) as Slicing;
+  stateStart = -1;
   const n = b.length;
   let i = 0;
   if (b[0]! <= SPACE) i = skip(b, 0, n);
@@ -131,8 +161,18 @@ export function scanObservation(bytes: Uint8Array): Record<string, unknown> | un
   if (o === DECLINE) return undefined;
   i = pos;
   if (i < n && skip(b, i, n) !== n) return undefined;
+  if (span !== undefined) {
+    span.start = stateStart;
+    span.end = stateEnd;
+  }
   return o as Record<string, unknown>;
 }
+
+/** The last scan's `state` object, as `StateSpan` gives it. */
+let stateStart = -1;
+let stateEnd = -1;
+/** Interned `state`, the key whose object's text a scan reports. */
+const STATE = internalized("state");
 
 /**
  * An object from after its `{`; DECLINE to decline. `parent`: the key it is the value of (an inner
@@ -145,7 +185,7 @@ function scanObject(b: Slicing, n: number, parent: Key | undefined): unknown {
   const o = new makers[outer ? topSize : parent.size]!();
   let size = 0;
   let i = pos;
-  if (b[i]! <= SPACE) i = skip(b, i, n);
+  if (b[i]! <= SPACE) i = skipSpace(b, i, n);
   if (b[i] === CLOSE) {
     pos = i + 1;
     return o;
@@ -162,11 +202,12 @@ function scanObject(b: Slicing, n: number, parent: Key | undefined): unknown {
       else parent.first = k;
     }
     last = k;
+    if (k.digits) canonical = false;
     i = pos;
-    if (b[i]! <= SPACE) i = skip(b, i, n);
+    if (b[i]! <= SPACE) i = skipSpace(b, i, n);
     if (b[i] !== COLON) return DECLINE;
     i++;
-    if (b[i]! <= SPACE) i = skip(b, i, n);
+    if (b[i]! <= SPACE) i = skipSpace(b, i, n);
     const c = b[i];
     pos = i;
     let v: unknown;
@@ -174,17 +215,22 @@ function scanObject(b: Slicing, n: number, parent: Key | undefined): unknown {
     else if (c === OPEN) {
       if (!outer) return DECLINE;
       pos = i + 1;
+      canonical = true;
       v = scanObject(b, n, k);
+      if (k.text === STATE && canonical) {
+        stateStart = i;
+        stateEnd = pos;
+      }
     } else v = scanLiteral(b, c);
     if (v === DECLINE) return DECLINE;
     o[k.text] = v;
     size++;
     i = pos;
-    if (b[i]! <= SPACE) i = skip(b, i, n);
+    if (b[i]! <= SPACE) i = skipSpace(b, i, n);
     const d = b[i];
     if (d === COMMA) {
       i++;
-      if (b[i]! <= SPACE) i = skip(b, i, n);
+      if (b[i]! <= SPACE) i = skipSpace(b, i, n);
     } else if (d === CLOSE) {
       pos = i + 1;
       if (size > MAX_ROOM) size = MAX_ROOM;
@@ -234,6 +280,7 @@ function scanKey(b: Slicing, start: number, n: number, guess: Key | undefined, o
         values: undefined,
         lookups: 0,
         misses: 0,
+        digits: /^[0-9]+$/.test(text),
       };
       keys[slot] = k;
     }
@@ -352,7 +399,11 @@ function scanLiteral(b: Slicing, c: number | undefined): unknown {
   return DECLINE;
 }
 
-/** A JSON number at `pos`: the double JSON.parse makes of it; DECLINE to decline (reads past the end are undefined: not digits). */
+/**
+ * A JSON number at `pos`: the double JSON.parse makes of it; DECLINE to decline (reads past the end
+ * are undefined: not digits). Clears `canonical` unless JSON.stringify prints the double as the same
+ * text (see `printsAsText`).
+ */
 function scanNumber(b: Slicing): unknown {
   const start = pos;
   let i = start;
@@ -372,16 +423,20 @@ function scanNumber(b: Slicing): unknown {
       c = b[++i];
     } while (c !== undefined && c >= ZERO && c <= NINE);
   } else return DECLINE;
+  let lastDigit = ZERO;
   if (c === DOT) {
     c = b[++i];
     if (c === undefined || c < ZERO || c > NINE) return DECLINE;
     do {
       m = m * 10 + (c - ZERO);
       exp10--;
+      lastDigit = c;
       c = b[++i];
     } while (c !== undefined && c >= ZERO && c <= NINE);
   }
+  let exponent = false;
   if (c === LOWER_E || c === UPPER_E) {
+    exponent = true;
     c = b[++i];
     const minus = c === MINUS;
     if (minus || c === PLUS) c = b[++i];
@@ -398,10 +453,40 @@ function scanNumber(b: Slicing): unknown {
   // m below 2^53 is exact (had a step reached 2^53 it would still be at or above it, rounding being monotone).
   if (m < EXACT && exp10 >= -22 && exp10 <= 22) {
     const v = exp10 === 0 ? m : exp10 > 0 ? m * POW10[exp10]! : m / POW10[-exp10]!;
+    if (canonical && !printsAsText(v, m, negative, exponent, exp10, lastDigit)) canonical = false;
     return negative ? -v : v;
   }
+  canonical = false;
   // Number() and JSON.parse both round correctly, and a JSON number's text is a JS numeric literal's.
   return Number(b.latin1Slice(start, i));
+}
+
+/**
+ * Whether JSON.stringify prints `v` (the magnitude of a number whose text had the digits `m`, an
+ * exponent or not, `-exp10` digits after the point, the last of them `lastDigit`) as that text.
+ * An integer below 2^53 prints as its digits, but -0 prints as 0. A decimal prints as its shortest
+ * digits that read back as the double: with at most 15 significant digits those are the text's own
+ * (two decimals of 15 digits never read as one double), less trailing zeros; and in exponent form
+ * below 1e-6.
+ */
+function printsAsText(
+  v: number,
+  m: number,
+  negative: boolean,
+  exponent: boolean,
+  exp10: number,
+  lastDigit: number,
+): boolean {
+  if (exponent) return false;
+  if (exp10 === 0) return !(negative && m === 0);
+  return lastDigit !== ZERO && m < 1e15 && v >= 1e-6;
+}
+
+/** As `skip`, where the whitespace is inside an object: its text is no longer JSON.stringify's. */
+function skipSpace(b: Uint8Array, i: number, n: number): number {
+  const j = skip(b, i, n);
+  if (j !== i) canonical = false;
+  return j;
 }
 
 /** The index of the first byte at or after `i` that is not JSON whitespace. */

@@ -1,6 +1,12 @@
 export { SqliteObservationStore, observationMigrations, type ObservationStore } from "./store.js";
 export type { ObservationDocument, StoredObservationInput } from "./types.js";
-export { DOCUMENT_SQL, ObservationColumnsBuilder, storedInput, type ObservationColumns } from "./rows.js";
+export {
+  DOCUMENT_SQL,
+  ObservationColumnsBuilder,
+  storedInput,
+  type ObservationColumns,
+  type StateText,
+} from "./rows.js";
 // The layout of the observation file, for tools and benchmarks that read it with SQL of their own.
 export { dayOf, partitionTable, DAY_MS } from "./partitions.js";
 export { openObservations, OBSERVATIONS_FILE, type OpenedObservations } from "./open.js";

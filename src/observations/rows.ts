@@ -29,6 +29,22 @@ export interface ObservationColumns {
   offset: Float64Array;
 }
 
+/**
+ * An observation's state as JSON text, when its input held it as JSON.stringify would write it
+ * (the engine's decode finds it): bytes [stateStart, stateEnd) of `stateBytes`, ASCII; stateStart
+ * -1 or no bytes when there is none.
+ */
+export interface StateText {
+  stateBytes: Buffer | undefined;
+  stateStart: number;
+  stateEnd: number;
+}
+
+/** Node's latin1 string maker without `toString`'s argument checks (it exists since Node 0.x, untyped). */
+interface Latin1 extends Buffer {
+  latin1Slice(start: number, end: number): string;
+}
+
 /** Rows a batch starts with room for when the caller does not say. */
 const INITIAL_ROWS = 64;
 
@@ -94,12 +110,17 @@ export class ObservationColumnsBuilder {
     nested: ObservationDocument["nested"],
     stream: number,
     offset: number,
+    /** The state's text as the input held it, when it did: the same text JSON.stringify would make, read, not made. */
+    text?: StateText,
   ): void {
     // One object literal of a fixed shape, dropped at once: a young-generation allocation, not a row kept.
     const lean = leanable(thingName, thingType, domain, timestamp);
+    const bytes = text?.stateBytes;
     const json = lean
       ? nested === undefined
-        ? JSON.stringify({ state })
+        ? bytes !== undefined && text!.stateStart >= 0
+          ? `${LEAN_HEAD}${(bytes as Latin1).latin1Slice(text!.stateStart, text!.stateEnd)}}`
+          : JSON.stringify({ state })
         : JSON.stringify({ state, nested })
       : nested === undefined
         ? JSON.stringify({ thingName, thingType, domain, timestamp, state })

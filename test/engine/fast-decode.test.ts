@@ -38,13 +38,33 @@ function agrees(b: Uint8Array): boolean {
     expect(fast).toStrictEqual(slow);
     expect(keyOrder(fast)).toStrictEqual(keyOrder(slow));
   }
-  const ingested = decodeBytes(b, position, { key: "the-key" });
-  const reference = decodeBytesByJsonParse(b, position, { key: "the-key" });
+  const ingested = stateTextChecked(decodeBytes(b, position, { key: "the-key" }));
+  const reference = stateTextChecked(decodeBytesByJsonParse(b, position, { key: "the-key" }));
   expect(ingested).toStrictEqual(reference);
   expect(keyOrder(ingested)).toStrictEqual(keyOrder(reference));
-  const device: Ingested[] = decodeDevicePayload("dev-1", b, position);
-  if (!Array.isArray(slow)) expect(device).toStrictEqual([decodeBytesByJsonParse(b, position, { device: "dev-1" })]);
+  const device = decodeDevicePayload("dev-1", b, position).map(stateTextChecked);
+  if (!Array.isArray(slow))
+    expect(device).toStrictEqual([stateTextChecked(decodeBytesByJsonParse(b, position, { device: "dev-1" }))]);
   return true;
+}
+
+/** How often the fast path reported the state's text, and how often it was asked: the generators must reach it. */
+const stateTexts = { found: 0, decoded: 0 };
+
+/**
+ * The state's text the decode reports, if any, is JSON.stringify's of the decoded state, byte for
+ * byte (what the observation store keeps); returns the record without it, for comparison with the
+ * JSON.parse path's, which reports none.
+ */
+function stateTextChecked(item: Ingested): Record<string, unknown> {
+  const { stateBytes, stateStart = -1, stateEnd = -1, ...rest } = item;
+  if (item.observation !== undefined) stateTexts.decoded++;
+  if (stateBytes !== undefined && stateStart >= 0) {
+    stateTexts.found++;
+    expect(item.observation).toBeDefined();
+    expect(stateBytes.subarray(stateStart, stateEnd).toString("latin1")).toBe(JSON.stringify(item.observation!.state));
+  }
+  return rest;
 }
 
 // Generators: JSON text of the workload's family of shapes, written with and without whitespace.
@@ -247,6 +267,82 @@ describe("the fast path decodes as JSON.parse does, or declines", () => {
     const view = new Uint8Array(padded.buffer, padded.byteOffset + 2, padded.length - 4);
     expect(scanObservation(view)).toStrictEqual(JSON.parse(text));
     expect(scanObservation(Uint8Array.from(bytes(text)))).toStrictEqual(JSON.parse(text));
+  });
+});
+
+describe("the state's text is reported only where it is JSON.stringify's", () => {
+  /** The decode's state text of an observation with this state text, or undefined when it reports none. */
+  const reported = (state: string): string | undefined => {
+    const item = decodeBytes(bytes(`{"thingName":"a","timestamp":1,"state":${state}}`), position);
+    expect(item.observation).toBeDefined();
+    stateTextChecked(item);
+    const { stateBytes, stateStart = -1, stateEnd = -1 } = item;
+    return stateBytes === undefined || stateStart < 0 ? undefined : stateBytes.toString("latin1", stateStart, stateEnd);
+  };
+
+  it("workload messages: every one", () => {
+    for (let i = 0; i < 200; i++) {
+      const text = w.message(i);
+      expect(reported(JSON.stringify((JSON.parse(text) as { state: unknown }).state))).toBeDefined();
+      const item = decodeBytes(bytes(text), position);
+      expect(item.stateStart).toBeGreaterThan(0);
+    }
+  });
+
+  it.each([
+    ["integers, strings, literals", '{"temp":21,"n":-7,"big":9007199254740991,"s":"a b","t":true,"f":false,"z":null}'],
+    ["decimals up to 15 digits", '{"a":21.5,"b":-0.5,"c":0.000001,"d":123456789.012345,"e":0.1}'],
+    ["empty", "{}"],
+  ])("taken: %s", (_, state) => {
+    expect(reported(state)).toBe(state);
+  });
+
+  it.each([
+    ["whitespace", '{ "temp":1}'],
+    ["whitespace after a colon", '{"temp": 1}'],
+    ["a trailing zero", '{"temp":1.50}'],
+    ["an exponent", '{"temp":1e2}'],
+    ["minus zero", '{"temp":-0}'],
+    ["below 1e-6", '{"temp":0.0000001}'],
+    ["more than 15 digits", '{"temp":0.1234567890123456}'],
+    ["beyond 2^53", '{"temp":9007199254740993}'],
+    ["a digit key (objects put them first)", '{"b":1,"2":2}'],
+  ])("not taken: %s", (_, state) => {
+    expect(reported(state)).toBeUndefined();
+  });
+
+  it("any object of scalars, as JSON.stringify writes it: reported exactly when it reads back as that text", () => {
+    const scalar = fc.oneof(
+      fc.integer(),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.integer({ min: -1_000_000, max: 1_000_000 }).map((n) => n / 100),
+      asciiText,
+      fc.boolean(),
+      fc.constant(null),
+    );
+    fc.assert(
+      fc.property(fc.dictionary(key, scalar, { maxKeys: 8 }), (state) => {
+        const whole = bytes(`{"thingName":"a","timestamp":1,"state":${JSON.stringify(state)}}`);
+        stateTextChecked(decodeBytes(whole, position));
+        // Reported whenever the fast path took the input and no number or key stands in the way.
+        const plainNumbers = Object.values(state).every((v) => {
+          if (typeof v !== "number" || Number.isSafeInteger(v)) return true;
+          const digits = String(Math.abs(v));
+          // A decimal (not exponent form) of at most 15 significant digits.
+          return /^\d+\.\d+$/.test(digits) && digits.replace(".", "").replace(/^0+/, "").length <= 15;
+        });
+        const plainKeys = Object.keys(state).every((k) => !/^[0-9]+$/.test(k));
+        const span = { start: -1, end: -1 };
+        if (scanObservation(whole, span) !== undefined && plainNumbers && plainKeys) {
+          expect(span.start).toBeGreaterThan(0);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("the generators of the decode properties reached it", () => {
+    expect(stateTexts.found).toBeGreaterThan(100);
   });
 });
 
