@@ -32,8 +32,8 @@ export function observationId(position: SourcePosition): string {
 export function storeObservation(
   rows: ObservationColumnsBuilder,
   position: SourcePosition,
-  /** The thing's type and domain: its runtime record holds them, saving a read of its `ThingInfo`. */
-  info: Pick<ThingInfo, "thingType" | "domain">,
+  /** The thing's type and domain, and whether its names are plain: its runtime record holds them. */
+  info: Pick<ThingInfo, "thingType" | "domain"> & { plainNames: boolean },
   thingName: string,
   timestamp: number,
   state: Record<string, unknown>,
@@ -54,6 +54,7 @@ export function storeObservation(
     replayable ? rows.streamOf(source, partition) : -1,
     replayable ? Number(offset) : 0,
     text,
+    info.plainNames,
   );
 }
 

@@ -1,4 +1,5 @@
 import { LRUCache } from "lru-cache";
+import { plainNames } from "../observations/index.js";
 import { readGeoPoint, UNTYPED } from "./compile/index.js";
 import type { StateStore, ThingState } from "./state/index.js";
 import type { ThingInfo, ThingResolver } from "./things.js";
@@ -42,6 +43,8 @@ export interface Runtime {
   domains: ReadonlySet<string>;
   /** Its place among the known things in name order (`Runtimes.byName`); -1 until a checkpoint ranks it. */
   rank: number;
+  /** The thing's name, type and domain need no JSON escaping (`plainNames`): its stored rows can be lean. Asked once. */
+  plainNames: boolean;
 }
 
 const byThingName = (a: Runtime, b: Runtime): number => {
@@ -115,6 +118,7 @@ export class Runtimes {
       domain: info.domain,
       domains: info.domains,
       rank: -1,
+      plainNames: plainNames(thingName, info.thingType, info.domain),
     };
     const prev: [number, number] = [0, 0];
     if (state.state.latlng !== undefined && readGeoPoint(state.state.latlng, prev)) {

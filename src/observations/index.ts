@@ -2,7 +2,9 @@ export { SqliteObservationStore, observationMigrations, type ObservationStore } 
 export type { ObservationDocument, StoredObservationInput } from "./types.js";
 export {
   DOCUMENT_SQL,
+  documents,
   ObservationColumnsBuilder,
+  plainNames,
   storedInput,
   type ObservationColumns,
   type StateText,

@@ -1,7 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import type { Db, Migration } from "../store/index.js";
 import { DayColumns, type StoredColumns, type StoredRow } from "./columns.js";
-import { DOCUMENT_SQL, type ObservationColumns } from "./rows.js";
+import { DOCUMENT_SQL, documents, type ObservationColumns } from "./rows.js";
 
 export const DAY_MS = 86_400_000;
 /**
@@ -305,6 +305,7 @@ export class ObservationPartitions {
       if (keep.length === 0) return 0;
       // Ids from the shared sequence, reserved under the write lock: writers in other processes get others.
       let id = this.reserve.get(keep.length)!.next - keep.length;
+      const doc = documents(rows);
       for (const i of keep) {
         const ts = rows.ts[i]!;
         const day = dayOf(ts);
@@ -314,7 +315,7 @@ export class ObservationPartitions {
           rows.thingTypes[rows.thingType[i]!],
           rows.domains[rows.domain[i]!],
           ts,
-          rows.doc[i],
+          doc(i),
         ] as const;
         try {
           this.insertStatement(day).run(...args);

@@ -19,8 +19,13 @@ export interface ObservationColumns {
   domain: Int32Array;
   domains: string[];
   ts: Float64Array;
-  /** Each row's document as JSON. */
-  doc: string[];
+  /**
+   * Every row's document as JSON in UTF-8, back to back: row i's is bytes [docEnd[i - 1], docEnd[i])
+   * (from 0 for the first; `documents` reads them). One copy of bytes to the writer thread, where
+   * strings would be serialized and made again one by one.
+   */
+  docs: Uint8Array;
+  docEnd: Int32Array;
   /** The replayable streams of the batch (`kafka:<topic>:<partition>`), each once. */
   streams: string[];
   /** Per row, its stream's index in `streams`, or -1 for a row of no replayable stream. */
@@ -40,13 +45,26 @@ export interface StateText {
   stateEnd: number;
 }
 
-/** Node's latin1 string maker without `toString`'s argument checks (it exists since Node 0.x, untyped). */
-interface Latin1 extends Buffer {
-  latin1Slice(start: number, end: number): string;
-}
-
 /** Rows a batch starts with room for when the caller does not say. */
 const INITIAL_ROWS = 64;
+/** Bytes of documents a batch starts with room for, per row (the engine's lean rows are about 90). */
+const INITIAL_DOC_BYTES = 128;
+/** `{"state":` and `}`, as bytes: what a lean document puts around its state's text. */
+const LEAN_HEAD_BYTES = Buffer.from('{"state":', "latin1");
+const CLOSE = 0x7d;
+const SPACE = 0x20;
+
+/** Row `i`'s document, from `docs` viewed as a Buffer (see `documents`). */
+function documentAt(docs: Buffer, docEnd: Int32Array, i: number): string {
+  return docs.toString("utf8", i === 0 ? 0 : docEnd[i - 1]!, docEnd[i]!);
+}
+
+/** Reads the batch's documents by row: one Buffer view of `docs` for all of them. */
+export function documents(columns: ObservationColumns): (i: number) => string {
+  const { docs, docEnd } = columns;
+  const view = Buffer.from(docs.buffer, docs.byteOffset, docs.length);
+  return (i) => documentAt(view, docEnd, i);
+}
 
 /**
  * Builds a batch's columns row by row: the engine adds each observation it
@@ -58,7 +76,10 @@ export class ObservationColumnsBuilder {
   private readonly thingName: string[] = [];
   private readonly thingTypes = new Dictionary();
   private readonly domains = new Dictionary();
-  private readonly doc: string[] = [];
+  /** The documents' bytes so far (`docsLength` of them), in memory of their own: a pooled Buffer would carry its pool to the writer. */
+  private docs: Buffer;
+  private docsLength = 0;
+  private docEnd: Int32Array;
   private thingType: Int32Array;
   private domain: Int32Array;
   /** The last domain coded: a batch's rows are mostly of one. */
@@ -75,6 +96,8 @@ export class ObservationColumnsBuilder {
 
   constructor(capacity = INITIAL_ROWS) {
     const rows = Math.max(1, capacity);
+    this.docs = Buffer.allocUnsafeSlow(rows * INITIAL_DOC_BYTES);
+    this.docEnd = new Int32Array(rows);
     this.thingType = new Int32Array(rows);
     this.domain = new Int32Array(rows);
     this.ts = new Float64Array(rows);
@@ -112,15 +135,29 @@ export class ObservationColumnsBuilder {
     offset: number,
     /** The state's text as the input held it, when it did: the same text JSON.stringify would make, read, not made. */
     text?: StateText,
+    /** `plainNames` of the three names, when the caller keeps it (the engine, per thing): not tested again per row. */
+    namesPlain?: boolean,
   ): void {
-    // One object literal of a fixed shape, dropped at once: a young-generation allocation, not a row kept.
-    const lean = leanable(thingName, thingType, domain, timestamp);
+    const lean = Number.isSafeInteger(timestamp) && (namesPlain ?? plainNames(thingName, thingType, domain));
     const bytes = text?.stateBytes;
+    if (lean && nested === undefined && bytes !== undefined && text!.stateStart >= 0) {
+      // The input's own text: copied, not made.
+      const i = this.addRow(thingName, thingType, domain, timestamp, stream, offset);
+      const start = text!.stateStart;
+      const end = text!.stateEnd;
+      const docs = this.room(LEAN_HEAD_BYTES.length + end - start + 1);
+      let at = this.docsLength;
+      for (let j = 0; j < LEAN_HEAD_BYTES.length; j++) docs[at++] = LEAN_HEAD_BYTES[j]!;
+      for (let j = start; j < end; j++) docs[at++] = bytes[j]!;
+      docs[at++] = CLOSE;
+      this.docsLength = at;
+      this.docEnd[i] = at;
+      return;
+    }
+    // One object literal of a fixed shape, dropped at once: a young-generation allocation, not a row kept.
     const json = lean
       ? nested === undefined
-        ? bytes !== undefined && text!.stateStart >= 0
-          ? `${LEAN_HEAD}${(bytes as Latin1).latin1Slice(text!.stateStart, text!.stateEnd)}}`
-          : JSON.stringify({ state })
+        ? JSON.stringify({ state })
         : JSON.stringify({ state, nested })
       : nested === undefined
         ? JSON.stringify({ thingName, thingType, domain, timestamp, state })
@@ -143,6 +180,24 @@ export class ObservationColumnsBuilder {
     offset: number,
     lean = false,
   ): void {
+    const i = this.addRow(thingName, thingType, domain, timestamp, stream, offset);
+    const marked = !lean && json.startsWith(LEAN_HEAD);
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    const docs = this.room(json.length * 3 + 1);
+    if (marked) docs[this.docsLength++] = SPACE;
+    this.docsLength += docs.write(json, this.docsLength, "utf8");
+    this.docEnd[i] = this.docsLength;
+  }
+
+  /** A row's columns but its document, which the caller writes next; returns its index. */
+  private addRow(
+    thingName: string,
+    thingType: string,
+    domain: string,
+    timestamp: number,
+    stream: number,
+    offset: number,
+  ): number {
     const i = this.count++;
     if (i === this.ts.length) this.grow();
     this.thingName.push(thingName);
@@ -152,14 +207,26 @@ export class ObservationColumnsBuilder {
       this.lastDomainCode = this.domains.code(domain);
     }
     this.domain[i] = this.lastDomainCode;
-    this.doc.push(lean || !json.startsWith(LEAN_HEAD) ? json : ` ${json}`);
     this.ts[i] = timestamp;
     this.stream[i] = stream;
     this.offset[i] = offset;
+    return i;
+  }
+
+  /** The documents' buffer, with room for `bytes` more. */
+  private room(bytes: number): Buffer {
+    const need = this.docsLength + bytes;
+    if (need > this.docs.length) {
+      const docs = Buffer.allocUnsafeSlow(Math.max(need, this.docs.length * 2));
+      this.docs.copy(docs, 0, 0, this.docsLength);
+      this.docs = docs;
+    }
+    return this.docs;
   }
 
   private grow(): void {
     const rows = this.ts.length * 2;
+    this.docEnd = grown(this.docEnd, new Int32Array(rows));
     this.thingType = grown(this.thingType, new Int32Array(rows));
     this.domain = grown(this.domain, new Int32Array(rows));
     this.ts = grown(this.ts, new Float64Array(rows));
@@ -178,7 +245,9 @@ export class ObservationColumnsBuilder {
       domain: this.domain.length === n ? this.domain : this.domain.slice(0, n),
       domains: this.domains.values,
       ts: this.ts.length === n ? this.ts : this.ts.slice(0, n),
-      doc: this.doc,
+      // A copy of the bytes used: a view would carry the whole buffer to the writer thread.
+      docs: new Uint8Array(this.docs.buffer, this.docs.byteOffset, this.docsLength).slice(),
+      docEnd: this.docEnd.length === n ? this.docEnd : this.docEnd.slice(0, n),
       streams: this.streams,
       stream: this.stream.length === n ? this.stream : this.stream.slice(0, n),
       offset: this.offset.length === n ? this.offset : this.offset.slice(0, n),
@@ -218,7 +287,7 @@ export function storedInput(columns: ObservationColumns, i: number): StoredObser
     columns.thingTypes[columns.thingType[i]!]!,
     columns.domains[columns.domain[i]!]!,
     columns.ts[i]!,
-    columns.doc[i]!,
+    documents(columns)(i),
   );
   const document = JSON.parse(json) as ObservationDocument;
   const s = columns.stream[i]!;
@@ -244,9 +313,12 @@ const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
  * JSON.stringify's for an integer. Half the bytes to serialize, post to the writer and store.
  */
 function leanable(thingName: string, thingType: string, domain: string, timestamp: number): boolean {
-  return (
-    Number.isSafeInteger(timestamp) && !ESCAPED.test(thingName) && !ESCAPED.test(thingType) && !ESCAPED.test(domain)
-  );
+  return Number.isSafeInteger(timestamp) && plainNames(thingName, thingType, domain);
+}
+
+/** Whether JSON.stringify writes each name as it is, between quotes (see `leanable`). */
+export function plainNames(thingName: string, thingType: string, domain: string): boolean {
+  return !ESCAPED.test(thingName) && !ESCAPED.test(thingType) && !ESCAPED.test(domain);
 }
 
 /**

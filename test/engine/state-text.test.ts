@@ -7,11 +7,12 @@ import {
   type RawObservation,
   type ThingInfo,
 } from "../../src/engine/index.js";
-import { storedInput, type ObservationColumns } from "../../src/observations/index.js";
+import { documents, storedInput, type ObservationColumns } from "../../src/observations/index.js";
 import { CollectingSink, hot } from "./support.js";
 
 const THINGS = new Map<string, ThingInfo>(
-  ["a", "b"].map((name) => [
+  // A name JSON escapes: its rows keep the whole document.
+  ["a", "b", 'q"1'].map((name) => [
     name,
     { thingName: name, thingType: "10", domain: "acme", domains: new Set(["root", "acme"]), checks: new Map() },
   ]),
@@ -53,7 +54,7 @@ describe("the stored document's state is the input's text where that is JSON.str
     const key = fc.oneof(fc.constantFrom("temp", "hum", "0", "12"), fc.string({ maxLength: 5 }));
     fc.assert(
       fc.property(
-        fc.array(fc.tuple(fc.constantFrom("a", "b"), fc.dictionary(key, scalar, { maxKeys: 6 }), fc.boolean()), {
+        fc.array(fc.tuple(fc.constantFrom("a", "b", 'q"1'), fc.dictionary(key, scalar, { maxKeys: 6 }), fc.boolean()), {
           minLength: 1,
           maxLength: 20,
         }),
@@ -68,8 +69,19 @@ describe("the stored document's state is the input's text where that is JSON.str
           for (let i = 0; i < texts.length; i++) {
             const input = JSON.parse(texts[i]!) as { state: Record<string, unknown> };
             // The row's document as the store keeps it (lean: its state alone), then whole, as readers get it.
-            expect(columns.doc[i]).toBe(JSON.stringify({ state: input.state }));
-            const { thingName, timestamp } = input as unknown as { thingName: string; timestamp: number };
+            const { thingName } = input as unknown as { thingName: string };
+            expect(documents(columns)(i)).toBe(
+              thingName === 'q"1'
+                ? JSON.stringify({
+                    thingName,
+                    thingType: "10",
+                    domain: "acme",
+                    timestamp: 1_763_000_000_000 + i,
+                    state: input.state,
+                  })
+                : JSON.stringify({ state: input.state }),
+            );
+            const { timestamp } = input as unknown as { timestamp: number };
             expect(JSON.stringify(storedInput(columns, i).document)).toBe(
               JSON.stringify({ thingName, thingType: "10", domain: "acme", timestamp, state: input.state }),
             );
