@@ -23,10 +23,12 @@ const ROWS_PER_STATEMENT = 32;
 const COLUMNS = 6;
 
 /**
- * `StateRows` as posted to the writer thread. A structured clone copies an array element by
- * element, and these rows would be four arrays of a value per row: the names and documents go as
- * one string each (the end of every row's part in `ends`, two a row), the numbers as the typed
- * array they are, so that the copy is a few blocks of bytes whatever the rows hold.
+ * `StateRows` as posted to the writer thread. A structured clone copies an array value by value:
+ * the names and documents go as one string each (the end of every row's part in `ends`, two a
+ * row, so that nothing a name may hold is taken for a separator), the numbers as the typed array
+ * they are, and the post is a few blocks of bytes (0.04 µs a thing against 0.35-0.45 for six
+ * arrays; the joins take back much of that, the writer thread's side is cheaper too:
+ * docs/engine.md, eighteenth pass).
  */
 export interface PostedRows {
   length: number;
