@@ -1,4 +1,4 @@
-import { Dictionary } from "./dictionary.js";
+import { Dictionary } from "../store/index.js";
 
 /**
  * The column cache of a closed day: its rows' documents taken apart once into

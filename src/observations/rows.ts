@@ -1,4 +1,4 @@
-import { Dictionary } from "./dictionary.js";
+import { Dictionary } from "../store/index.js";
 import type { ObservationDocument, StoredObservationInput } from "./types.js";
 
 /**

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import Database, { type Statement } from "better-sqlite3";
 
 export type Db = Database.Database;
+export { Dictionary } from "./dictionary.js";
 export { startCheckpointer, type Checkpointer } from "./checkpointer.js";
 export { lowerThreadPriority, ThreadCalls, type OmitEach, type ThreadReply } from "./thread.js";
 export {

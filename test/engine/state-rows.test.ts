@@ -1,7 +1,7 @@
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { stateMigrations } from "../../src/engine/index.js";
-import { emptyRows, stateWriter } from "../../src/engine/state/rows.js";
+import { RowMaker, stateWriter, valuesOf } from "../../src/engine/state/rows.js";
 import { migrate } from "../../src/store/index.js";
 
 describe("state rows", () => {
@@ -9,21 +9,15 @@ describe("state rows", () => {
     const db = new Database(":memory:");
     migrate(db, stateMigrations);
     const write = stateWriter(db);
-    const rows = emptyRows();
-    const add = (name: string, seq: number, source: string | null): void => {
-      rows.thingName.push(name);
-      rows.ts.push(1_000 + seq);
-      rows.seq.push(seq);
-      rows.lastSource.push(source);
-      rows.lastOffset.push(source === null ? null : seq);
-      rows.doc.push(JSON.stringify({ state: { seq } }));
-    };
+    const made = new RowMaker(70);
+    const add = (name: string, seq: number, source: string | null): void =>
+      made.add(name, 1_000 + seq, seq, source, source === null ? null : seq, JSON.stringify({ state: { seq } }));
     // 70 rows: two statements of 32 and 6 alone; thing 3 twice in the first statement, thing 5 in the first and the last part.
     for (let i = 0; i < 67; i++) add(`t${i}`, i, i % 2 === 0 ? "kafka:x:0" : null);
     add("t3", 100, "kafka:x:1");
     add("t5", 101, null);
     add("t66", 102, "kafka:x:2");
-    db.transaction(() => write(rows))();
+    db.transaction(() => write(made.rows.length, valuesOf(made.rows)))();
     const read = db.prepare<[], Record<string, unknown>>("SELECT * FROM engine_thing_state ORDER BY seq").all();
     expect(read).toHaveLength(67);
     const byName = new Map(read.map((r) => [r.thing_name, r]));

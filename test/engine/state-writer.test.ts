@@ -9,6 +9,7 @@ import {
   MemoryStateStore,
   RuleEngine,
   SqliteStateStore,
+  type ThingState,
 } from "../../src/engine/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { openObservations } from "../../src/observations/index.js";
@@ -120,6 +121,79 @@ describe("the engine state written by a thread of its own", () => {
     expect(rows(db)).toHaveLength(THINGS);
     expect(rows(db)[0]).toEqual({ thing_name: "t0", seq: 2, last_offset: THINGS });
     await state.close();
+    db.close();
+  });
+});
+
+/** States with what the posted form must carry through: odd names and text, no source or offset, entries without lastSeq or version. */
+function oddStates(): ThingState[] {
+  const names = ["plain", "with\nnewline", 'tab\tand "quotes"', "ünïcödé", "emoji 🌡️", "", "nul\u0000byte"];
+  return names.map((thingName, i) => {
+    const t: ThingState = {
+      thingName,
+      timestamp: 1_763_000_000_000 + i,
+      // A lone surrogate goes in the document (JSON escapes it), not in a name: SQLite's UTF-8 has no place for it.
+      state: { temp: i, text: `${thingName}\n°C \ud800`, big: 2 ** 53 - i, frac: i / 3 },
+      seq: i * 1_000_003,
+    };
+    if (i % 2 === 0) {
+      t.lastSource = i % 4 === 0 ? "kafka:a:0" : "kafka:b:1";
+      t.lastOffset = 4_000_000_000 + i;
+    } else if (i === 3) t.lastSource = "http";
+    else if (i === 5) t.lastOffset = 7;
+    if (i % 3 === 0) t.nested = [{ type: "tyre", id: `${i}`, state: { pressure: i } }];
+    t.thresholds = [
+      { ruleId: `r\n${i}`, count: i + 1, lastFiredAt: 0 },
+      { ruleId: "inert", count: 0, lastFiredAt: 0 },
+      { ruleId: "fired", count: 0, lastFiredAt: 1_763_000_000_123, lastSeq: i, version: 4_227_879_779 },
+    ];
+    if (i === 7) t.thresholds = [];
+    return t;
+  });
+}
+
+const allRows = (db: Db): unknown[] => db.prepare("SELECT * FROM engine_thing_state ORDER BY thing_name").all();
+
+describe("a checkpoint's rows through the writer thread", () => {
+  it("are the rows the engine's own thread writes, and load back as the states were", async () => {
+    const states = oddStates();
+    const direct = openDatabase({ dataDir: dataDir(), migrations: engineMigrations });
+    new SqliteStateStore(direct).flush(states);
+    const dir = dataDir();
+    const db = openDatabase({ dataDir: dir, migrations: engineMigrations });
+    const threaded = new SqliteStateStore(db, { writerThread: true });
+    // Three flushes while another connection holds the write lock: the thread waits on the first,
+    // and takes the next two as one (each thing once, with its later state).
+    const other = openDatabase({ dataDir: dir, migrations: [] });
+    other.exec("BEGIN IMMEDIATE");
+    const changed = [
+      { ...states[2]!, seq: 99, lastOffset: 99 },
+      { ...states[3]!, lastSource: undefined },
+    ];
+    const flushed = [threaded.flush(states), threaded.flush([changed[0]!]), threaded.flush(changed)];
+    await new Promise((r) => setTimeout(r, 200));
+    other.exec("COMMIT");
+    other.close();
+    await Promise.all(flushed);
+    await threaded.close();
+    new SqliteStateStore(direct).flush(changed);
+    expect(allRows(db)).toEqual(allRows(direct));
+    expect(allRows(db)).toHaveLength(states.length);
+
+    const loaded = new SqliteStateStore(db);
+    for (const t of [...states.slice(0, 2), ...changed, ...states.slice(4)]) {
+      const expected: ThingState = { thingName: t.thingName, timestamp: t.timestamp, state: t.state, seq: t.seq };
+      if (t.nested) expected.nested = t.nested;
+      const live = (t.thresholds ?? []).filter((e) => e.count > 0 || e.lastFiredAt !== 0);
+      if (live.length > 0) expected.thresholds = live;
+      // A position is kept whole or not at all.
+      if (t.lastSource !== undefined && t.lastOffset !== undefined) {
+        expected.lastSource = t.lastSource;
+        expected.lastOffset = t.lastOffset;
+      }
+      expect(loaded.thing(t.thingName)).toEqual(expected);
+    }
+    direct.close();
     db.close();
   });
 });

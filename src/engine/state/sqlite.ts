@@ -1,7 +1,7 @@
 import type { Db, Migration } from "../../store/index.js";
 import { isLive, type ThingState, type ThresholdState } from "./store.js";
 import { MemoryStateStore } from "./memory.js";
-import { emptyRows, stateWriter, type StateRows } from "./rows.js";
+import { RowMaker, stateWriter, type RowValues } from "./rows.js";
 import { StateWriter } from "./writer.js";
 
 export const stateMigrations: Migration[] = [
@@ -74,7 +74,7 @@ export interface SqliteStateOptions {
  * partition up left them (the new owner replays from the committed offset).
  */
 export class SqliteStateStore extends MemoryStateStore {
-  private readonly write: (rows: StateRows) => void;
+  private readonly write: (n: number, row: RowValues) => void;
   private readonly select;
   /** Memory holds every row (right after the load at start): a miss is a thing never seen. */
   private complete = false;
@@ -118,18 +118,24 @@ export class SqliteStateStore extends MemoryStateStore {
 
   override flush(changed: readonly ThingState[]): Promise<void> | void {
     if (changed.length === 0 && this.dirty.size === 0) return;
-    const rows = emptyRows();
-    for (const t of changed) addRow(rows, t);
+    let things = changed;
     if (this.dirty.size > 0) {
       const written = new Set(changed);
-      for (const t of this.dirty) if (!written.has(t)) addRow(rows, t);
+      const all = [...changed];
+      for (const t of this.dirty) if (!written.has(t)) all.push(t);
+      things = all;
     }
-    super.flush(changed);
     if (!this.threaded) {
-      this.db.transaction(() => this.write(rows))();
+      // Bound straight from the states: no rows made for a post there is none of.
+      super.flush(changed);
+      this.db.transaction(() => this.write(things.length, (i, into, at) => thingValues(things[i]!, into, at)))();
       return;
     }
-    const writing = (this.writer ??= new StateWriter(this.db)).write(rows);
+    const rows = new RowMaker(things.length);
+    for (const t of things)
+      rows.add(t.thingName, t.timestamp, t.seq ?? 0, t.lastSource ?? null, t.lastOffset ?? null, stateDoc(t));
+    super.flush(changed);
+    const writing = (this.writer ??= new StateWriter(this.db)).write(rows.rows);
     this.written = writing;
     return writing;
   }
@@ -159,37 +165,36 @@ interface StateDoc {
 /** Values per threshold entry in a document's flat list. */
 const ENTRY = 5;
 
-function addRow(rows: StateRows, t: ThingState): void {
-  rows.thingName.push(t.thingName);
-  rows.ts.push(t.timestamp);
-  rows.seq.push(t.seq ?? 0);
-  rows.lastSource.push(t.lastSource ?? null);
-  rows.lastOffset.push(t.lastOffset ?? null);
-  rows.doc.push(stateDoc(t));
+/** A state's row values, as `RowValues` puts them. */
+function thingValues(t: ThingState, into: unknown[], at: number): void {
+  into[at] = t.thingName;
+  into[at + 1] = t.timestamp;
+  into[at + 2] = t.seq ?? 0;
+  into[at + 3] = t.lastSource ?? null;
+  into[at + 4] = t.lastOffset ?? null;
+  into[at + 5] = stateDoc(t);
 }
 
 /**
- * The row's document (`StateDoc`) as JSON. The thresholds' flat list is written by hand: its
- * numbers are the engine's integers (counts, epoch milliseconds, sequence numbers, versions),
- * whose text is the same in JSON; only the rule id needs JSON's quoting. 0.2-0.4 µs a row less
- * than one JSON.stringify of the document with the list as an array (1.5-1.9 µs measured).
+ * The row's document (`StateDoc`) as JSON, one JSON.stringify of it, whose result is one flat
+ * string. The document written by hand (the thresholds' list as text around JSON.stringify of the
+ * state) looked cheaper alone, but it was a tree of a few dozen short strings that the post to
+ * the writer thread, or the bind, then copied into one: counting that copy, about 0.3 µs a row
+ * more on the engine's thread (bench/engine's states; docs/engine.md, eighteenth pass). The list is
+ * made only when an entry is live; `undefined` leaves a key out, as the document has no `nested`
+ * or `thresholds` where the thing has none.
  */
 export function stateDoc(t: ThingState): string {
-  let json = t.nested
-    ? `{"state":${JSON.stringify(t.state)},"nested":${JSON.stringify(t.nested)}`
-    : `{"state":${JSON.stringify(t.state)}`;
   const list = t.thresholds;
-  if (list !== undefined) {
-    let flat = "";
+  let flat: (string | number | null)[] | undefined;
+  if (list !== undefined)
     for (let i = 0; i < list.length; i++) {
       const e = list[i]!;
       // Inert entries are the engine's spare slots: no entry means the same.
-      if (!isLive(e)) continue;
-      flat += `${flat === "" ? "" : ","}${JSON.stringify(e.ruleId)},${e.count},${e.lastFiredAt},${e.lastSeq ?? null},${e.version ?? null}`;
+      if (isLive(e)) (flat ??= []).push(e.ruleId, e.count, e.lastFiredAt, e.lastSeq ?? null, e.version ?? null);
     }
-    if (flat !== "") json += `,"thresholds":[${flat}]`;
-  }
-  return `${json}}`;
+  const doc: StateDoc = { state: t.state, nested: t.nested || undefined, thresholds: flat };
+  return JSON.stringify(doc);
 }
 
 function fromRow(r: ThingRow): ThingState {

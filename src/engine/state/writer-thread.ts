@@ -1,6 +1,6 @@
 import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import { openWriterConnection, type ThreadReply } from "../../store/index.js";
-import { emptyRows, stateWriter, type StateRows } from "./rows.js";
+import { latestRows, receivedRows, stateWriter, valuesOf } from "./rows.js";
 import type { StateWriterData, StateWriterRequest } from "./writer.js";
 
 /**
@@ -25,7 +25,10 @@ port.on("message", (first: StateWriterRequest) => {
   const writes = requests.filter((r) => r.op === "write");
   let error: string | undefined;
   try {
-    if (writes.length > 0) db.transaction(() => write(latest(writes.map((r) => r.rows))))();
+    if (writes.length > 0) {
+      const rows = latestRows(writes.map((r) => receivedRows(r.rows)));
+      db.transaction(() => write(rows.length, valuesOf(rows)))();
+    }
   } catch (err) {
     error = err instanceof Error ? err.message : String(err);
   }
@@ -38,20 +41,3 @@ port.on("message", (first: StateWriterRequest) => {
     port.close();
   }
 });
-
-/** The rows of several flushes, in order, each thing once with its last state. */
-function latest(flushes: StateRows[]): StateRows {
-  if (flushes.length === 1) return flushes[0]!;
-  const last = new Map<string, [StateRows, number]>();
-  for (const rows of flushes) for (let i = 0; i < rows.thingName.length; i++) last.set(rows.thingName[i]!, [rows, i]);
-  const out = emptyRows();
-  for (const [name, [rows, i]] of last) {
-    out.thingName.push(name);
-    out.ts.push(rows.ts[i]!);
-    out.seq.push(rows.seq[i]!);
-    out.lastSource.push(rows.lastSource[i] ?? null);
-    out.lastOffset.push(rows.lastOffset[i] ?? null);
-    out.doc.push(rows.doc[i]!);
-  }
-  return out;
-}

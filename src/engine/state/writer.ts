@@ -1,5 +1,5 @@
 import { ThreadCalls, type Db } from "../../store/index.js";
-import type { StateRows } from "./rows.js";
+import { postedRows, type PostedRows, type StateRows } from "./rows.js";
 
 export interface StateWriterData {
   file: string;
@@ -7,7 +7,7 @@ export interface StateWriterData {
   walAutocheckpoint: number;
 }
 
-export type StateWriterRequest = { op: "write"; id: number; rows: StateRows } | { op: "close"; id: number };
+export type StateWriterRequest = { op: "write"; id: number; rows: PostedRows } | { op: "close"; id: number };
 
 /** The engine's side of the state writer thread (`writer-thread.ts`). */
 export class StateWriter {
@@ -23,7 +23,7 @@ export class StateWriter {
 
   /** Resolves once the rows are committed (with whatever else the thread took in the same transaction). */
   async write(rows: StateRows): Promise<void> {
-    await this.thread.call({ op: "write", rows });
+    await this.thread.call({ op: "write", rows: postedRows(rows) });
   }
 
   async close(): Promise<void> {
