@@ -574,7 +574,7 @@ export class RuleEngine {
    * `handle` does that. Public for the benchmark, which measures it after the decode.
    */
   process(batch: readonly Ingested[]): BatchWork {
-    const work = this.begin();
+    const work = this.begin(batch.length);
     this.slice(batch, 0, batch.length, work);
     return this.finish(work);
   }
@@ -588,7 +588,7 @@ export class RuleEngine {
    * caller has the whole of it; batches still run one after the other (`handle`).
    */
   async evaluate(batch: readonly Ingested[]): Promise<BatchWork> {
-    const work = this.begin();
+    const work = this.begin(batch.length);
     let since = performance.now();
     for (let start = 0; start < batch.length; start += SLICE) {
       const end = Math.min(batch.length, start + SLICE);
@@ -601,8 +601,8 @@ export class RuleEngine {
     return this.finish(work);
   }
 
-  /** A batch's work, empty: `slice` fills it. */
-  private begin(): BatchWork {
+  /** A batch's work, empty, with room for the rows of `size` observations: `slice` fills it. */
+  private begin(size: number): BatchWork {
     this.batchNow = this.clock();
     this.thresholds.matches = 0;
     return {
@@ -611,7 +611,8 @@ export class RuleEngine {
       triggered: 0,
       matched: 0,
       actions: [],
-      stored: new ObservationColumnsBuilder(),
+      // Only a store takes the rows: without one, no room is made for them.
+      stored: new ObservationColumnsBuilder(this.options.observations === undefined ? 1 : size),
       deadLetters: [],
     };
   }
