@@ -76,7 +76,7 @@ export class ObservationColumnsBuilder {
   private readonly thingName: string[] = [];
   private readonly thingTypes = new Dictionary();
   private readonly domains = new Dictionary();
-  /** The documents' bytes so far (`docsLength` of them), in memory of their own: a pooled Buffer would carry its pool to the writer. */
+  /** The documents' bytes so far, `docsLength` of them (`columns` hands over a copy of just those). */
   private docs: Buffer;
   private docsLength = 0;
   private docEnd: Int32Array;
