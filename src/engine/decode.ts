@@ -169,9 +169,9 @@ const NOT_JSON: unique symbol = Symbol("not JSON");
 
 /**
  * The JSON value the bytes hold, or NOT_JSON: the fast path's (`fast`, when it reads them; it reads
- * only objects), else JSON.parse's, to the same value.
+ * only objects), else JSON.parse's, to the same value. `at`, when given, says where the fast path
+ * found the state's text (start -1 when it did not, or did not read the bytes).
  */
-/** The input's JSON value, or NOT_JSON; `at` (fast scans only) says where its state's text is. */
 function parseBytes(bytes: Uint8Array, fast: boolean, at?: StateSpan): unknown {
   if (at !== undefined) at.start = -1;
   if (fast) {

@@ -49,8 +49,15 @@ export interface StateText {
 const INITIAL_ROWS = 64;
 /** Bytes of documents a batch starts with room for, per row (the engine's lean rows are about 90). */
 const INITIAL_DOC_BYTES = 128;
-/** `{"state":` and `}`, as bytes: what a lean document puts around its state's text. */
-const LEAN_HEAD_BYTES = Buffer.from('{"state":', "latin1");
+/**
+ * How a lean document opens: `{"state":…}` (and `,"nested":…`), the document without its
+ * thingName, thingType, domain and timestamp, which the row holds in its columns. Whole
+ * documents (every row of earlier versions; `addDocument`'s) open with `{"thingName":` or,
+ * when their first member is `state`, with a space, so the first characters tell them apart.
+ */
+const LEAN_HEAD = '{"state":';
+/** `LEAN_HEAD` as bytes: what a lean document's bytes open with, before its state's text and `}`. */
+const LEAN_HEAD_BYTES = Buffer.from(LEAN_HEAD, "latin1");
 const CLOSE = 0x7d;
 const SPACE = 0x20;
 
@@ -68,8 +75,9 @@ export function documents(columns: ObservationColumns): (i: number) => string {
 
 /**
  * Builds a batch's columns row by row: the engine adds each observation it
- * accepts (`addObservation`: one JSON.stringify of its document, no objects
- * kept per row), other writers documents they have as JSON (`addDocument`).
+ * accepts (`addObservation`: the input's own state text where the decode found
+ * it, else one JSON.stringify of its document; no objects kept per row), other
+ * writers documents they have as JSON (`addDocument`).
  */
 export class ObservationColumnsBuilder {
   private count = 0;
@@ -138,7 +146,7 @@ export class ObservationColumnsBuilder {
     /** `plainNames` of the three names, when the caller keeps it (the engine, per thing): not tested again per row. */
     namesPlain?: boolean,
   ): void {
-    const lean = Number.isSafeInteger(timestamp) && (namesPlain ?? plainNames(thingName, thingType, domain));
+    const lean = leanable(thingName, thingType, domain, timestamp, namesPlain);
     const bytes = text?.stateBytes;
     if (lean && nested === undefined && bytes !== undefined && text!.stateStart >= 0) {
       // The input's own text: copied, not made.
@@ -294,14 +302,6 @@ export function storedInput(columns: ObservationColumns, i: number): StoredObser
   return s < 0 ? { document } : { from: { stream: columns.streams[s]!, offset: columns.offset[i]! }, document };
 }
 
-/**
- * How a lean document opens: `{"state":…}` (and `,"nested":…`), the document without its
- * thingName, thingType, domain and timestamp, which the row holds in its columns. Whole
- * documents (every row of earlier versions; `addDocument`'s) open with `{"thingName":` or,
- * when their first member is `state`, with a space, so the first characters tell them apart.
- */
-const LEAN_HEAD = '{"state":';
-
 /** Characters JSON.stringify escapes (and lone surrogates, which SQLite's text cannot hold): a name with one is not put back by plain concatenation. */
 // eslint-disable-next-line no-control-regex -- the control characters are what it looks for.
 const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
@@ -312,8 +312,15 @@ const ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
  * JSON.stringify's text when it escapes nothing in them, and the `ts` column's text, which is
  * JSON.stringify's for an integer. Half the bytes to serialize, post to the writer and store.
  */
-function leanable(thingName: string, thingType: string, domain: string, timestamp: number): boolean {
-  return Number.isSafeInteger(timestamp) && plainNames(thingName, thingType, domain);
+function leanable(
+  thingName: string,
+  thingType: string,
+  domain: string,
+  timestamp: number,
+  /** `plainNames` of the three, when the caller already knows it. */
+  namesPlain?: boolean,
+): boolean {
+  return Number.isSafeInteger(timestamp) && (namesPlain ?? plainNames(thingName, thingType, domain));
 }
 
 /** Whether JSON.stringify writes each name as it is, between quotes (see `leanable`). */
