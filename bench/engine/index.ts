@@ -26,9 +26,9 @@ import { runPeer } from "./peer/index.js";
 import { peerSection } from "./peer/report.js";
 import { fmt, header, loadAverage, table, writeSection } from "./report.js";
 import { RULES_PER_TYPE_SWEEP, sweepRules } from "./sweep.js";
-import { runDurable, type DurableFigures, type DurableVariant } from "./durable.js";
+import { runDurable, type DurableVariant } from "./durable.js";
 import { perObservation } from "./threads.js";
-import { thingResolver, workload, WORKLOAD_EPOCH_MS, type Workload } from "./workload.js";
+import { Encoded, thingResolver, workload, WORKLOAD_EPOCH_MS, type Workload } from "./workload.js";
 
 /** The engine as the service runs it, by default (`DMS_ENGINE_*` in the environment change it, as for the service). */
 const service = loadConfig(process.env);
@@ -40,7 +40,13 @@ const MATHJS_SAMPLE = Math.min(N, 20_000);
 const JRE_SAMPLE = 3_000;
 /** The durable engine and the in-memory one: observations that warm both (untimed), then the measured ones. */
 const DURABLE_WARM = Math.min(N, 200_000);
-const DURABLE_SAMPLE = Math.min(Math.max(0, N - DURABLE_WARM), 400_000);
+/**
+ * All the rest: at these rates the service checkpoints every 5 s, once per 0.7-1 million
+ * observations, so a shorter window that ends with its last checkpoint (every measured observation
+ * durable within the time measured) would charge the state's rows several times as often as the
+ * service pays them.
+ */
+const DURABLE_SAMPLE = Math.max(0, N - DURABLE_WARM);
 // json-rules-engine is compared with the engine on the same sample, run right before it.
 const RULES_PER_TYPE = 100;
 /** The engine's rate by rules per type (10 to 1,000) on this many observations each. */
@@ -60,9 +66,9 @@ async function run(): Promise<void> {
   log(
     `workload: ${w.things.length} things, ${w.types.length} types, ${w.rules.length} rules; encoding ${fmt(N)} observations`,
   );
+  if (process.env.ENGINE_ONLY === "durable") return durableOnly(startLoad);
   const data = new Encoded(w, N);
   const resolveThing = thingResolver(w.things);
-  if (process.env.ENGINE_ONLY === "durable") return durableOnly(w, data, resolveThing, startLoad);
 
   // (a) the ceiling (JSON.parse and nothing else) and the engine, interleaved chunk by chunk: this
   // machine is shared, and its load moves; interleaving puts both under the same load.
@@ -105,7 +111,7 @@ async function run(): Promise<void> {
 
   // with everything written: observation store (its writer thread), state checkpoints (SQLite), against the
   // in-memory engine on the same observations, block by block
-  const durable = await durableRun(w, data, resolveThing);
+  const durable = await runDurable(DURABLE_WARM, DURABLE_SAMPLE, CHUNK);
   log(
     `durable: ${fmt(durable.durableRate)} obs/s, in memory ${fmt(durable.memoryRate)} (${ratio(durable.durableRate, durable.memoryRate)}); store path ${fmt(durable.storeRate)} rows/s`,
   );
@@ -207,7 +213,7 @@ async function run(): Promise<void> {
     header("bench/engine: decode + evaluate + state update, in process", `npx tsx bench/engine/index.ts ${N}`),
     `Load average at the start / at the peer: ${startLoad} / ${peerLoad}. Charts: [rate by rules per type](charts/engine-rules.svg), [ratios](charts/ratios.svg).`,
     "",
-    `Workload (seeded): ${fmt(w.things.length)} things over ${w.types.length} thing types, ${fmt(w.rules.length)} rules (${RULES_PER_TYPE} per type: gt/gte/lt/lte and eq on constants, \`\${}\` expressions over thing.state and observation, 25-point polygons, POIs, enter/leave, two-condition rules; each matching about 2 % of observations; threshold count 3). ${fmt(N)} observations as JSON bytes (about ${Math.round(data.bytes.length / N)} bytes each, in one buffer), handed over in chunks of ${fmt(CHUNK)} as a source would (building a chunk is not timed, in any pass), on one thread; state in memory (the durable row adds the observation store, written by its thread, and the SQLite state checkpoint every ${fmt(service.DMS_ENGINE_CHECKPOINT_MS)} ms of its measured time with a last one inside the last block, fed with 3 chunks in flight as the Kafka source does, after ${fmt(DURABLE_WARM)} observations that warm it; it is compared with the in-memory engine on the same observations, block by block). json-rules-engine: one engine per thing type with the same 100 rules (custom operators for geometry and expressions, facts = observation and previous state), run on the first ${fmt(JRE_SAMPLE)} observations.`,
+    `Workload (seeded): ${fmt(w.things.length)} things over ${w.types.length} thing types, ${fmt(w.rules.length)} rules (${RULES_PER_TYPE} per type: gt/gte/lt/lte and eq on constants, \`\${}\` expressions over thing.state and observation, 25-point polygons, POIs, enter/leave, two-condition rules; each matching about 2 % of observations; threshold count 3). ${fmt(N)} observations as JSON bytes (about ${Math.round(data.bytes.length / N)} bytes each, in one buffer), handed over in chunks of ${fmt(CHUNK)} as a source would (building a chunk is not timed, in any pass), on one thread; state in memory (the durable row adds the observation store, written by its thread, and the SQLite state checkpoint every ${fmt(service.DMS_ENGINE_CHECKPOINT_MS)} ms of its measured time with a last one inside the last block, fed with 3 chunks in flight as the Kafka source does, after ${fmt(DURABLE_WARM)} observations that warm it, on the ${fmt(DURABLE_SAMPLE)} after them; each engine runs in a process of its own, as the service does, and the durable one is compared with the in-memory one on the same observations, block by block). json-rules-engine: one engine per thing type with the same 100 rules (custom operators for geometry and expressions, facts = observation and previous state), run on the first ${fmt(JRE_SAMPLE)} observations.`,
     "",
     table(["run", "observations", "observations/s", "ns/observation", "vs decode-only"], rows),
     "",
@@ -245,24 +251,8 @@ async function run(): Promise<void> {
   });
 }
 
-/** The durable engine (and `variants` of it) against the in-memory one, after the observations that warm them. */
-function durableRun(
-  w: Workload,
-  data: Encoded,
-  resolveThing: (name: string) => ThingInfo | undefined,
-  variants: readonly DurableVariant[] = [],
-): Promise<DurableFigures> {
-  const chunk = (s: number, e: number): RawObservation[] => data.chunk(s, e);
-  return runDurable(w.rules, resolveThing, chunk, DURABLE_WARM, DURABLE_SAMPLE, CHUNK, variants);
-}
-
 /** The durable section alone: its figures and the load, printed, nothing recorded. */
-async function durableOnly(
-  w: Workload,
-  data: Encoded,
-  resolveThing: (name: string) => ThingInfo | undefined,
-  startLoad: string,
-): Promise<void> {
+async function durableOnly(startLoad: string): Promise<void> {
   // Beside the service's durable engine, one that writes its state the other way (service.DMS_ENGINE_STATE_THREAD).
   const variants: DurableVariant[] = [
     service.DMS_ENGINE_STATE_THREAD
@@ -286,7 +276,7 @@ async function durableOnly(
       writerThread: service.DMS_ENGINE_STATE_THREAD,
       checkpointMs: Number(ms),
     });
-  const durable = await durableRun(w, data, resolveThing, variants);
+  const durable = await runDurable(DURABLE_WARM, DURABLE_SAMPLE, CHUNK, variants);
   console.log(
     [
       header(
@@ -322,47 +312,6 @@ async function durableOnly(
 
 function ratio(a: number, b: number): string {
   return (a / b).toFixed(2);
-}
-
-/**
- * All messages in one Buffer: 2,000,000 small Buffers would make a huge old
- * generation that no real consumer has (Kafka hands over a batch at a time),
- * and every major GC would pay for it in whichever pass ran.
- */
-class Encoded {
-  readonly bytes: Buffer;
-  readonly offsets: Int32Array;
-  constructor(
-    w: Workload,
-    readonly length: number,
-  ) {
-    const parts: Buffer[] = [];
-    this.offsets = new Int32Array(length + 1);
-    for (let i = 0; i < length; i++) {
-      const b = Buffer.from(w.message(i));
-      parts.push(b);
-      this.offsets[i + 1] = this.offsets[i]! + b.length;
-    }
-    this.bytes = Buffer.concat(parts);
-  }
-
-  /** The first n observations' bytes (the JVM peer's input). */
-  *messages(n: number): Generator<Buffer> {
-    for (let i = 0; i < Math.min(n, this.length); i++) yield this.bytes.subarray(this.offsets[i], this.offsets[i + 1]);
-  }
-
-  /** Observations [start, end) as a source would hand them over. */
-  chunk(start: number, end: number): RawObservation[] {
-    const out: RawObservation[] = [];
-    for (let i = start; i < Math.min(end, this.length); i++) {
-      out.push({
-        key: null,
-        value: this.bytes.subarray(this.offsets[i], this.offsets[i + 1]),
-        position: { source: "kafka:bench", partition: 0, offset: String(i) },
-      });
-    }
-    return out;
-  }
 }
 
 /** Runs `fn` over every chunk of [0, n), timing `fn` only. */

@@ -200,3 +200,44 @@ function poi(r: () => number, radiusM: number): { center: { lat: string; lon: st
   const [lon, lat] = centre(r, 0.1);
   return { center: { lat: String(lat), lon: String(lon) }, radius: radiusM };
 }
+
+/**
+ * All messages in one Buffer: 2,000,000 small Buffers would make a huge old
+ * generation that no real consumer has (Kafka hands over a batch at a time),
+ * and every major GC would pay for it in whichever pass ran.
+ */
+export class Encoded {
+  readonly bytes: Buffer;
+  readonly offsets: Int32Array;
+  constructor(
+    w: Workload,
+    readonly length: number,
+  ) {
+    const parts: Buffer[] = [];
+    this.offsets = new Int32Array(length + 1);
+    for (let i = 0; i < length; i++) {
+      const b = Buffer.from(w.message(i));
+      parts.push(b);
+      this.offsets[i + 1] = this.offsets[i]! + b.length;
+    }
+    this.bytes = Buffer.concat(parts);
+  }
+
+  /** The first n observations' bytes (the JVM peer's input). */
+  *messages(n: number): Generator<Buffer> {
+    for (let i = 0; i < Math.min(n, this.length); i++) yield this.bytes.subarray(this.offsets[i], this.offsets[i + 1]);
+  }
+
+  /** Observations [start, end) as a source would hand them over. */
+  chunk(start: number, end: number): RawObservation[] {
+    const out: RawObservation[] = [];
+    for (let i = start; i < Math.min(end, this.length); i++) {
+      out.push({
+        key: null,
+        value: this.bytes.subarray(this.offsets[i], this.offsets[i + 1]),
+        position: { source: "kafka:bench", partition: 0, offset: String(i) },
+      });
+    }
+    return out;
+  }
+}
