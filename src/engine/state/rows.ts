@@ -73,6 +73,19 @@ export class RowMaker {
     rows.numbers[at + 3] = lastSource === null ? -1 : this.sources.code(lastSource);
     rows.length++;
   }
+
+  /** Row `i` of `from` as it is: its numbers copied, its source coded in these rows' `sources`. */
+  copy(from: StateRows, i: number): void {
+    const rows = this.rows;
+    const at = rows.length * NUMBERS;
+    const n = i * NUMBERS;
+    const source = from.numbers[n + 3]!;
+    rows.thingName.push(from.thingName[i]!);
+    rows.doc.push(from.doc[i]!);
+    rows.numbers.set(from.numbers.subarray(n, n + 3), at);
+    rows.numbers[at + 3] = source < 0 ? -1 : this.sources.code(from.sources[source]!);
+    rows.length++;
+  }
 }
 
 /** The rows as posted to the writer thread (`PostedRows`). */
@@ -120,24 +133,10 @@ export function receivedRows(posted: PostedRows): StateRows {
  */
 export function latestRows(flushes: readonly StateRows[]): StateRows {
   if (flushes.length === 1) return flushes[0]!;
-  const last = new Map<string, [RowValues, number]>();
-  for (const rows of flushes) {
-    const values = valuesOf(rows);
-    for (let i = 0; i < rows.length; i++) last.set(rows.thingName[i]!, [values, i]);
-  }
+  const last = new Map<string, [StateRows, number]>();
+  for (const rows of flushes) for (let i = 0; i < rows.length; i++) last.set(rows.thingName[i]!, [rows, i]);
   const out = new RowMaker(last.size);
-  const v = new Array<unknown>(COLUMNS);
-  for (const [values, i] of last.values()) {
-    values(i, v, 0);
-    out.add(
-      v[0] as string,
-      v[1] as number,
-      v[2] as number,
-      v[3] as string | null,
-      v[4] as number | null,
-      v[5] as string,
-    );
-  }
+  for (const [rows, i] of last.values()) out.copy(rows, i);
   return out.rows;
 }
 
