@@ -6,19 +6,13 @@ import {
   RuleEngine,
   type Ingested,
   type RawObservation,
-  type ThingInfo,
 } from "../../src/engine/index.js";
 import { storedInput, type ObservationColumns } from "../../src/observations/index.js";
 import type { Rule } from "../../src/rules/index.js";
 import { freePortRange } from "../support/ports.js";
-import { CollectingSink, hot } from "./support.js";
+import { acmeThings, CollectingSink, hot } from "./support.js";
 
-const THINGS = new Map<string, ThingInfo>(
-  ["a", "b", "c"].map((name) => [
-    name,
-    { thingName: name, thingType: "10", domain: "acme", domains: new Set(["root", "acme"]), checks: new Map() },
-  ]),
-);
+const resolveThing = acmeThings(["a", "b", "c"]);
 
 /** temp > 30 three times in a row: counts that run across slices. */
 const warm: Rule = { ...hot, id: "warm", name: "warm", threshold: { count: 3, interval: 0 } };
@@ -34,7 +28,7 @@ function engine(): { engine: RuleEngine; sink: CollectingSink; stored: string[] 
   const sink = new CollectingSink();
   const stored: string[] = [];
   const e = new RuleEngine({
-    resolveThing: (name) => THINGS.get(name),
+    resolveThing,
     state: new MemoryStateStore(),
     sink,
     observations: {

@@ -1,22 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import {
-  decodeMessages,
-  MemoryStateStore,
-  RuleEngine,
-  type RawObservation,
-  type ThingInfo,
-} from "../../src/engine/index.js";
+import { decodeMessages, MemoryStateStore, RuleEngine, type RawObservation } from "../../src/engine/index.js";
 import { documents, storedInput, type ObservationColumns } from "../../src/observations/index.js";
-import { CollectingSink, hot } from "./support.js";
+import { acmeThings, CollectingSink, hot } from "./support.js";
 
-const THINGS = new Map<string, ThingInfo>(
-  // A name JSON escapes: its rows keep the whole document.
-  ["a", "b", 'q"1'].map((name) => [
-    name,
-    { thingName: name, thingType: "10", domain: "acme", domains: new Set(["root", "acme"]), checks: new Map() },
-  ]),
-);
+// A name JSON escapes: its rows keep the whole document.
+const resolveThing = acmeThings(["a", "b", 'q"1']);
 
 /** Observations whose state the decode found as text: the property must reach that path. */
 let fromText = 0;
@@ -25,7 +14,7 @@ let fromText = 0;
 function stored(texts: readonly string[]): ObservationColumns {
   const batches: ObservationColumns[] = [];
   const engine = new RuleEngine({
-    resolveThing: (name) => THINGS.get(name),
+    resolveThing,
     state: new MemoryStateStore(),
     sink: new CollectingSink(),
     observations: { insertColumns: (columns) => void batches.push(columns) },

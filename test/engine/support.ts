@@ -1,4 +1,5 @@
 import type { ActionSink, TriggeredAction } from "../../src/actions/index.js";
+import type { ThingInfo, ThingResolver } from "../../src/engine/index.js";
 import type { ExpressionItem, Rule } from "../../src/rules/index.js";
 
 /** The ActionSink seam seen from the engine's side: it keeps what it was handed. */
@@ -28,3 +29,14 @@ export function testRule(id: string, expression: ExpressionItem[], over: Partial
 
 /** Temperature over 30 on thing type 10 in acme raises an ALARM event at once. */
 export const hot: Rule = testRule("hot", [{ operator: "gt", resource: "temp", value: 30 }]);
+
+/** The registry of things `names`, each of thing type 10 in domain acme (under root), with no resource type checks. */
+export function acmeThings(names: readonly string[]): ThingResolver {
+  const things = new Map<string, ThingInfo>(
+    names.map((name) => [
+      name,
+      { thingName: name, thingType: "10", domain: "acme", domains: new Set(["root", "acme"]), checks: new Map() },
+    ]),
+  );
+  return (name) => things.get(name);
+}
