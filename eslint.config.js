@@ -26,7 +26,7 @@ const unboundedSpread = [
 ];
 
 export default tseslint.config(
-  { ignores: ["node_modules/", "data/", "coverage/", "dist/", ".kafka/"] },
+  { ignores: ["node_modules/", "data/", "coverage/", "dist/", ".kafka/", "console/dist/", "test-artifacts/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,11 +1,19 @@
 import { defineConfig } from "vitest/config";
+import { tiers } from "./test/tiers.js";
+
+// Two tiers (test/tiers.ts): `fast` needs nothing outside the test's process, `slow` needs a broker,
+// OpenSearch, PostgreSQL or a child process. `npm test` runs both, `npm run test:fast` the first.
+const { fast, slow } = tiers(import.meta.dirname);
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     globalSetup: ["test/global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: "forks",
+    projects: [
+      { extends: true, test: { name: "fast", include: fast, setupFiles: ["test/support/fast-guard.ts"] } },
+      { extends: true, test: { name: "slow", include: slow } },
+    ],
   },
 });

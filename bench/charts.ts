@@ -42,8 +42,13 @@ export interface KafkaFigures {
   rawPlatformaticRate: number;
   engineRate: number;
   durableRate: number;
+  /** The same engines fed the same messages in process, with no broker. */
+  inProcessRate?: number;
+  durableInProcessRate?: number;
+  /** The Kafka Streams peer on the same topic, each run against dms with the same durability in the same run. */
+  streams?: { store: "memory" | "durable"; threads: number; rate: number; dmsRate: number }[];
   /** Produce-to-sink latency (ms) at each offered rate (observations/s). */
-  latency: { rate: number; samples: number; p50: number; p90?: number; p99: number; max: number }[];
+  latency: { rate: number; samples: number; p50: number; p90?: number; p99: number; p999?: number; max: number }[];
 }
 
 export interface Figures {
@@ -140,6 +145,11 @@ function ratioBars(f: Figures): { label: string; value: number }[] {
     out.push({ label: "kafka: engine / raw kafkajs consumer", value: k.engineRate / k.rawKafkajsRate });
     out.push({ label: "kafka: durable engine / raw kafkajs", value: k.durableRate / k.rawKafkajsRate });
     out.push({ label: "kafka: engine / raw @platformatic/kafka", value: k.engineRate / k.rawPlatformaticRate });
+    for (const s of k.streams ?? [])
+      out.push({
+        label: `kafka: ${s.store === "durable" ? "durable engine" : "engine"} / Kafka Streams ${s.store === "durable" ? "RocksDB" : "in-memory"}, ${s.threads} thread${s.threads > 1 ? "s" : ""}`,
+        value: s.dmsRate / s.rate,
+      });
   }
   return out.filter((b) => Number.isFinite(b.value) && b.value > 0);
 }

@@ -1,37 +1,39 @@
 import type { Config } from "./config/index.js";
-import { FINISHED_SQL } from "./jobs/index.js";
-import type { ObservationStore } from "./observations/index.js";
 import type { RetentionTarget } from "./store/index.js";
+import type { Stores } from "./stores.js";
 
 /**
- * What ages out and after how long (`DMS_*_RETENTION`; unset keeps forever),
- * beside `migrations.ts` because it names other capabilities' tables. Each
- * condition is answered by an index in the order it deletes.
+ * What ages out and after how long (`DMS_*_RETENTION`; unset keeps forever): each store deletes
+ * its own oldest rows, whichever database it is on.
  */
-export function retentionTargets(config: Config, observations: ObservationStore): RetentionTarget[] {
+export function retentionTargets(
+  config: Config,
+  stores: Pick<Stores, "observations" | "deadLetters" | "events" | "jobs">,
+): RetentionTarget[] {
+  const { observations, deadLetters, events, jobs } = stores;
   return [
     // By the observation's own timestamp, the time FIND and exports query by: whole days dropped,
     // the rows of the day the cutoff cuts deleted (the store does both, on its writer thread if it has one).
     {
       kind: "observations",
       windowMs: config.DMS_OBSERVATION_RETENTION,
-      remove: (cutoff, limit) => observations.deleteOlderThan(cutoff, limit),
+      remove: (cutoff, limit) => observations.store.deleteOlderThan(cutoff, limit),
     },
     {
       kind: "dead-letters",
-      table: "engine_dead_letters",
-      olderThan: "created_at < ?",
-      orderBy: "created_at",
       windowMs: config.DMS_DEAD_LETTER_RETENTION,
+      remove: (cutoff, limit) => deadLetters.deleteOlderThan(cutoff, limit),
     },
-    { kind: "events", table: "events", olderThan: "ts < ?", orderBy: "ts", windowMs: config.DMS_EVENT_RETENTION },
+    {
+      kind: "events",
+      windowMs: config.DMS_EVENT_RETENTION,
+      remove: (cutoff, limit) => events.deleteOlderThan(cutoff, limit),
+    },
     // Finished executions only, by when they last changed (finished); running ones are kept.
     {
       kind: "job-executions",
-      table: "job_executions",
-      olderThan: `status IN (${FINISHED_SQL}) AND last_updated_at < ?`,
-      orderBy: "last_updated_at",
       windowMs: config.DMS_JOB_EXECUTION_RETENTION,
+      remove: (cutoff, limit) => jobs.pruneFinished(cutoff, limit),
     },
   ];
 }

@@ -1,7 +1,7 @@
 import { serve, type ServerType } from "@hono/node-server";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Outbox, SqliteOutboxStore, realTimers, type ActionSink, type Timers } from "./actions/index.js";
+import { Outbox, realTimers, type ActionSink, type Timers } from "./actions/index.js";
 import { createApp, routeModules, type Api } from "./api/index.js";
 import {
   createAuth,
@@ -12,22 +12,21 @@ import {
   type Tokens,
   type UsersService,
 } from "./auth/index.js";
-import { BusRelay, EventBus, SqliteBusEventStore } from "./bus/index.js";
+import { BusRelay, EventBus } from "./bus/index.js";
 import { topicLayout, type Config } from "./config/index.js";
 import { answerMalformedRequests } from "./errors/index.js";
-import { SqliteEventStore, kafkaPublisher, noPublisher, type EventStore } from "./events/index.js";
+import { kafkaPublisher, noPublisher, type EventStore } from "./events/index.js";
 import {
   createEngineService,
-  SqliteDeadLetterStore,
   deviceIngest,
   MqttObservationSource,
+  type DeadLetterStore,
   type EngineService,
   type ObservationIngest,
 } from "./engine/index.js";
 import { observationsProducer } from "./kafka/index.js";
 import { createMailer, type Mailer } from "./mail/index.js";
 import { DeviceJobs, JobScheduler, createJobs, type JobsService, type ThingJobs } from "./jobs/index.js";
-import { migrations } from "./migrations.js";
 import { DeviceBridge } from "./mqtt/index.js";
 import { createLogger, createMetrics, type Logger, type Metrics } from "./observability/index.js";
 import { provisionFromFile } from "./provision/index.js";
@@ -35,7 +34,6 @@ import { RuleCache, createRules, type RuleStore, type RulesService } from "./rul
 import { createProxy, type Proxy } from "./proxy/index.js";
 import { createFiles, type Files } from "./files/index.js";
 import {
-  openObservations,
   type ObservationReader,
   type ObservationStore,
   createExports,
@@ -45,7 +43,8 @@ import {
 } from "./observations/index.js";
 import { createSearch, type SearchIndex } from "./search/index.js";
 import { UrlSigner, signingKey } from "./signing/index.js";
-import { RetentionSweeper, openDatabase, startCheckpointer, type Db } from "./store/index.js";
+import { RetentionSweeper, type Db } from "./store/index.js";
+import { openStores, type Stores } from "./stores.js";
 import { retentionTargets } from "./retention.js";
 import {
   CredentialsBusyError,
@@ -70,7 +69,10 @@ export interface Component {
  */
 export interface Services {
   readonly config: Config;
-  readonly db: Db;
+  /** Every store seam, on the database the configuration chose. */
+  readonly stores: Stores;
+  /** The service's SQLite database when the stores are on SQLite; tests and tools read it directly. */
+  readonly db: Db | undefined;
   readonly logger: Logger;
   readonly metrics: Metrics;
   readonly bus: EventBus;
@@ -176,23 +178,31 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const timers: Timers = options.timers ?? { now: clock, setTimeout: realTimers.setTimeout };
   const metrics = createMetrics();
   const readiness = new Readiness();
-  const db = openDatabase({ dataDir: config.DMS_DATA_DIR, migrations });
-  // The engine commits a batch every few milliseconds: its checkpoints go to a thread of their own.
-  const checkpointer = roles.has("engine") && config.DMS_DATA_DIR !== ":memory:" ? startCheckpointer(db) : undefined;
+  const stores = await openStores({ config, engine: roles.has("engine"), clock, logger });
   const bus = new EventBus();
   // Processes that share this database (roles split over processes) follow each other's changes
   // through it; started before provisioning so that running processes see its changes too.
-  const relay =
-    config.DMS_DATA_DIR === ":memory:"
-      ? undefined
-      : new BusRelay({ store: new SqliteBusEventStore(db), bus, logger, pollMs: config.DMS_BUS_POLL_MS });
+  const relay = stores.busEvents
+    ? new BusRelay({
+        store: stores.busEvents,
+        bus,
+        logger,
+        pollMs: config.DMS_BUS_POLL_MS,
+        ...(stores.busWakeup && { wakeup: stores.busWakeup }),
+      })
+    : undefined;
   await relay?.start();
 
   // The capabilities every process has: REST in any process answers with them.
-  const auth = createAuth({ db, bus, clock, tokenSecret: jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR) });
+  const auth = createAuth({
+    store: stores.identity,
+    bus,
+    clock,
+    tokenSecret: jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR),
+  });
   const { identity, tokens, domains, users, apiKeys, authentication: authenticate } = auth;
-  const { registry, credentials, thingTypes, things, thingGroups } = createThings({
-    db,
+  const { registry, credentials, thingTypes, things, thingGroups } = await createThings({
+    store: stores.things,
     bus,
     identity,
     dataDir: config.DMS_DATA_DIR,
@@ -200,33 +210,35 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   });
   let publicUrl = config.DMS_PUBLIC_URL;
   const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
-  const files = createFiles({ db, dataDir: config.DMS_DATA_DIR, clock, signer, registry, identity });
+  const files = createFiles({
+    store: stores.files,
+    signer,
+    registry,
+    identity,
+  });
   // Built before provisioning so that the bus keeps it current from the first change on.
   const search = createSearch({ identity, registry, bus });
   const mailer = createMailer(config.SMTP_URL, config.SMTP_FROM, logger);
   const rules = createRules({
-    db,
+    store: stores.rules,
     bus,
     identity,
     registry,
-    idPrefix: config.ruleIdPrefix,
     allowPrivateWebhooks: config.DMS_WEBHOOK_ALLOW_PRIVATE,
   });
-  const events = new SqliteEventStore(db, clock);
-  // The engine's process writes observations on a thread of their own; any other reads them, and
-  // trims them when it is the scheduler.
-  const opened = openObservations({ dataDir: config.DMS_DATA_DIR, db, writerThread: roles.has("engine"), clock });
+  const events = stores.events;
+  const opened = stores.observations;
   const observations = opened.store;
   const observationReader = opened.reader;
   const find = createFindRunner({
-    file: opened.file,
+    source: opened.source,
     reader: observationReader,
     threads: config.DMS_FIND_THREADS,
     budgetMs: config.DMS_FIND_TIMEOUT_MS,
     columnCacheBytes: config.DMS_FIND_COLUMN_CACHE_MB * 1024 * 1024,
   });
   const exports = createExports({
-    db,
+    store: stores.exports,
     reader: observationReader,
     registry,
     mailer,
@@ -236,7 +248,15 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     signer,
     metrics: metrics.registry,
   });
-  const { jobs, service: thingJobs } = createJobs({ db, bus, registry, identity, signer, clock, logger });
+  const { jobs, service: thingJobs } = createJobs({
+    store: stores.jobs,
+    bus,
+    registry,
+    identity,
+    signer,
+    clock,
+    logger,
+  });
 
   // Triggered actions and SET_RESOURCE observations go round: the engine hands actions to the outbox,
   // the outbox's SET_RESOURCE feeds observations to the engine. The outbox reads `ingest` when it
@@ -249,7 +269,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     ? observationsProducer(config.KAFKA_BROKERS, config.KAFKA_OBSERVATIONS_TOPIC, topicLayout(config), logger)
     : undefined;
   const actions = new Outbox({
-    store: new SqliteOutboxStore(db),
+    store: stores.outbox,
     logger,
     timers,
     concurrency: options.actionConcurrency,
@@ -259,28 +279,29 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   // Only the engine reads every rule: followed from here on (before provisioning), so that it starts
   // on every rule without asking the store.
   const ruleCache = roles.has("engine") ? await RuleCache.open(rules.store, bus) : undefined;
-  const engine: EngineService | undefined = ruleCache
-    ? createEngineService({
-        config,
-        db,
-        logger,
-        metrics,
-        readiness,
-        bus,
-        registry,
-        observations,
-        clock,
-        domainPath: (id) => identity.pathOf(id),
-        sink: options.actionSink ?? actions,
-        loadRules: () => ruleCache.all(),
-      })
-    : undefined;
+  const engine: EngineService | undefined =
+    ruleCache && stores.state
+      ? createEngineService({
+          config,
+          deadLetters: stores.deadLetters,
+          state: stores.state,
+          logger,
+          metrics,
+          readiness,
+          bus,
+          registry,
+          observations,
+          clock,
+          domainPath: (id) => identity.pathOf(id),
+          sink: actionSink(options, actions),
+          loadRules: () => ruleCache.all(),
+        })
+      : undefined;
   const ingest: ObservationIngest | undefined = observationsTopic?.ingest ?? engine?.ingest;
 
   const retention = roles.has("scheduler")
     ? new RetentionSweeper({
-        db,
-        targets: retentionTargets(config, observations),
+        targets: retentionTargets(config, stores),
         clock,
         logger,
         registry: metrics.registry,
@@ -288,7 +309,17 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     : undefined;
   const jobScheduler = roles.has("scheduler") ? new JobScheduler(jobs, logger, options.jobsPollMs) : undefined;
   const mqtt = roles.has("mqtt")
-    ? createDeviceBridge(config, { jobs, registry, bus, logger, metrics, observationsTopic, engine, db, clock })
+    ? createDeviceBridge(config, {
+        jobs,
+        registry,
+        bus,
+        logger,
+        metrics,
+        observationsTopic,
+        engine,
+        deadLetters: stores.deadLetters,
+        clock,
+      })
     : undefined;
   const deviceBridge = mqtt?.bridge;
   const proxy = roles.has("proxy")
@@ -297,7 +328,8 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
 
   const services: Services = {
     config,
-    db,
+    stores,
+    db: stores.sqlite,
     logger,
     metrics,
     bus,
@@ -377,13 +409,12 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     }
     if (server) await new Promise<void>((resolve) => server!.close(() => resolve()));
     search.close();
+    registry.close();
     ruleCache?.close();
     jobs.close();
     await find.close();
-    await opened.close();
-    relay?.stop();
-    await checkpointer?.stop();
-    db.close();
+    await relay?.stop();
+    await stores.close();
   };
 
   try {
@@ -423,13 +454,21 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   return { services, app, url, close };
 }
 
+/**
+ * Where the engine hands what its rules trigger: the durable outbox, which delivers them (in the
+ * process with the `actions` role) with retries and dead letters; a test may watch them instead.
+ */
+function actionSink(options: Pick<StartOptions, "actionSink">, outbox: Outbox): ActionSink {
+  return options.actionSink ?? outbox;
+}
+
 interface DeviceBridgeDeps {
   jobs: ThingJobs;
   registry: ThingRegistry;
   bus: EventBus;
   logger: Logger;
   metrics: Metrics;
-  db: Db;
+  deadLetters: DeadLetterStore;
   clock: () => number;
   observationsTopic: { ingest: ObservationIngest } | undefined;
   engine: EngineService | undefined;
@@ -441,7 +480,7 @@ interface DeviceBridgeDeps {
  */
 function createDeviceBridge(
   config: Config,
-  { jobs, registry, bus, logger, metrics, db, clock, observationsTopic, engine }: DeviceBridgeDeps,
+  { jobs, registry, bus, logger, metrics, deadLetters, clock, observationsTopic, engine }: DeviceBridgeDeps,
 ): { bridge: DeviceBridge; source: Component | undefined } {
   const device = new DeviceJobs(jobs);
   const bridge = new DeviceBridge({
@@ -464,7 +503,7 @@ function createDeviceBridge(
   const takeDevice = deviceIngest({
     topic: observationsTopic?.ingest,
     engine: engine?.accept,
-    deadLetters: new SqliteDeadLetterStore(db),
+    deadLetters,
     domainOf: (thingName) => registry.thing(thingName)?.domain,
     clock,
   });

@@ -22,8 +22,8 @@ import {
 } from "../../src/engine/index.js";
 import type { ExpressionItem, Poi, Rule } from "../../src/rules/index.js";
 import { recordFigures } from "../charts.js";
-import { runPeer } from "./peer/index.js";
-import { peerSection } from "./peer/report.js";
+import { formulationsFromEnv, runFormulations } from "./peer/index.js";
+import { bestCorrect, peerSection } from "./peer/report.js";
 import { fmt, header, loadAverage, table, writeSection } from "./report.js";
 import { RULES_PER_TYPE_SWEEP, sweepRules } from "./sweep.js";
 import { runDurable, type DurableVariant } from "./durable.js";
@@ -125,10 +125,16 @@ async function run(): Promise<void> {
   for (const p of sweep) log(`${p.rulesPerType} rules/type: ${fmt(p.rate)} obs/s (decode-only ${fmt(p.decodeRate)})`);
   const peerLoad = loadAverage();
   const dmsOnSample = PEER_SAMPLE > 0 ? runEngine(w, data, PEER_SAMPLE, resolveThing, {}) : undefined;
+  // Every formulation of the rules in Esper (ESPER_FORMULATIONS picks some), reported against the best correct one.
   const peer = dmsOnSample
-    ? await runPeer({ rules: w.rules, things: w.things, messages: data.messages(PEER_SAMPLE) })
+    ? await runFormulations(
+        { rules: w.rules, things: w.things, messages: () => data.messages(PEER_SAMPLE) },
+        formulationsFromEnv(),
+      )
     : undefined;
-  if (peer) log(`peer: ${"skipped" in peer ? peer.skipped : `${fmt(peer.observations / peer.seconds)} obs/s`}`);
+  for (const r of peer ?? [])
+    log(`peer ${r.formulation}: ${"skipped" in r ? r.skipped : `${fmt(r.observations / r.seconds)} obs/s`}`);
+  const best = peer && dmsOnSample ? bestCorrect(peer, { observations: PEER_SAMPLE, ...dmsOnSample }) : undefined;
 
   const nsPerObs = (1e9 * main.seconds) / N;
   const rows: (string | number)[][] = [
@@ -237,12 +243,12 @@ async function run(): Promise<void> {
     durableMemoryRate: durable.memoryRate,
     storeRate: durable.storeRate,
     jsonRulesEngineRate: jre.rate,
-    ...(peer && !("skipped" in peer) && dmsOnSample
+    ...(best && dmsOnSample
       ? {
           peer: {
-            name: `Esper ${peer.esper}`,
+            name: `Esper ${best.esper} (${best.formulation})`,
             observations: PEER_SAMPLE,
-            rate: peer.observations / peer.seconds,
+            rate: best.observations / best.seconds,
             dmsRate: dmsOnSample.rate,
           },
         }

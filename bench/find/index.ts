@@ -214,7 +214,7 @@ async function main(): Promise<void> {
   };
 
   // Same answer, checked before timing.
-  const es = find() as {
+  const es = (await find()) as {
     hits: { total: number };
     aggregations: { per_hour: { buckets: Bucket[] }; things: { buckets: TermBucket[] } };
   };
@@ -250,11 +250,11 @@ async function main(): Promise<void> {
   // Interleaved, so that the load of this shared machine falls on both alike; medians.
   const findTimes: number[] = [];
   const sqlTimes: number[] = [];
-  find();
+  await find();
   handWritten();
   for (let i = 0; i < RUNS; i++) {
     let s = performance.now();
-    find();
+    await find();
     findTimes.push(performance.now() - s);
     s = performance.now();
     handWritten();
@@ -423,7 +423,7 @@ async function main(): Promise<void> {
       const run = () => runFind(observationReader, planFind(q, Date.now()), { thingTypes: THING_TYPES });
       // The first run of a query takes apart the closed days it reads that no query read before.
       const cold = performance.now();
-      const mine = run() as { hits: { total: number } };
+      const mine = (await run()) as { hits: { total: number } };
       const firstMs = performance.now() - cold;
       const theirs = (await osSearch()) as { hits: { total: number } };
       if (mine.hits.total !== theirs.hits.total)
@@ -432,11 +432,11 @@ async function main(): Promise<void> {
       const b: number[] = [];
       await osSearch();
       const first = performance.now();
-      run();
+      await run();
       const runs = performance.now() - first > SLOW_MS ? 5 : RUNS;
       for (let i = 0; i < runs; i++) {
         let t = performance.now();
-        run();
+        await run();
         a.push(performance.now() - t);
         t = performance.now();
         await osSearch();

@@ -88,18 +88,19 @@ const QUERIES: Record<string, unknown> = {
 const fromRows: ObservationReader = {
   candidates: (f, limit) => reader.candidates(f, limit),
   exportPage: (...page) => reader.exportPage(...page),
-  scan: (f, visitor, finish) =>
-    reader.scan(f, { paths: undefined, row: visitor.row, projected: visitor.projected, tick: visitor.tick }, finish),
+  scan: (f, visitor, pick) => reader.scan(f, { ...visitor, paths: undefined }, pick),
+  close: async () => {},
 };
 /** The columns read as cut-down documents, one per row (find/vector's column path left out). */
 const documentsFromColumns: ObservationReader = {
   candidates: (f, limit) => reader.candidates(f, limit),
   exportPage: (...page) => reader.exportPage(...page),
-  scan: (f, visitor, finish) => reader.scan(f, visitor, finish),
+  scan: (f, visitor, pick) => reader.scan(f, visitor, pick),
+  close: async () => {},
 };
-const timed = (r: ObservationReader, q: unknown): number => {
+const timed = async (r: ObservationReader, q: unknown): Promise<number> => {
   const started = performance.now();
-  runFind(r, planFind(q, Date.now()), { thingTypes: TYPES });
+  await runFind(r, planFind(q, Date.now()), { thingTypes: TYPES });
   return performance.now() - started;
 };
 const median = (xs: number[]): number => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -114,9 +115,9 @@ console.log(
 console.log("|---|---|---|---|---|---|");
 for (const [name, q] of Object.entries(QUERIES)) {
   const readers = [fromRows, documentsFromColumns, reader];
-  for (const r of readers) timed(r, q);
+  for (const r of readers) await timed(r, q);
   const times: number[][] = readers.map(() => []);
-  for (let i = 0; i < RUNS; i++) readers.forEach((r, k) => times[k]!.push(timed(r, q)));
+  for (let i = 0; i < RUNS; i++) for (const [k, r] of readers.entries()) times[k]!.push(await timed(r, q));
   const [r, d, c] = times.map(median) as [number, number, number];
   console.log(
     `| ${name} | ${r.toFixed(0)} | ${d.toFixed(0)} | ${c.toFixed(0)} | ${(c / r).toFixed(3)} | ${(c / d).toFixed(3)} |`,
@@ -130,7 +131,7 @@ if (profileFile) {
   session.connect();
   await session.post("Profiler.enable");
   await session.post("Profiler.start");
-  for (let i = 0; i < RUNS; i++) for (const q of Object.values(QUERIES)) timed(reader, q);
+  for (let i = 0; i < RUNS; i++) for (const q of Object.values(QUERIES)) await timed(reader, q);
   const { profile } = await session.post("Profiler.stop");
   writeFileSync(profileFile, JSON.stringify(profile));
   const self = new Map<string, number>();

@@ -12,7 +12,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mqtt from "mqtt";
-import { generateDeviceSecret } from "../../src/things/index.js";
 import {
   child,
   listenOverflows,
@@ -23,6 +22,8 @@ import {
   serviceEnv,
   stop,
   provisionDevices,
+  secretOf,
+  type SecretKind,
 } from "./support.js";
 
 const MOSQUITTO = "mqtt://127.0.0.1:1883";
@@ -123,9 +124,14 @@ async function refused(url: string, clientId: string, password: string): Promise
     );
 }
 
-export async function connectStormSection(count: number, processes: number, rounds: number): Promise<string> {
+export async function connectStormSection(
+  count: number,
+  processes: number,
+  rounds: number,
+  secrets: SecretKind,
+): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "dms-bench-storm-"));
-  const things = provisionDevices(join(dir, "provision.json"), "storm", count);
+  const things = provisionDevices(join(dir, "provision.json"), "storm", count, secrets);
   const service = child("service.ts", serviceEnv(join(dir, "data"), join(dir, "provision.json"), "api,mqtt"));
   const clients = Array.from({ length: processes }, () => child("devices.ts"));
   try {
@@ -157,7 +163,13 @@ export async function connectStormSection(count: number, processes: number, roun
       for (const which of order) {
         rows.push(
           which === "dms"
-            ? await storm(`dms embedded (aedes), authenticated, round ${round}`, dmsUrl, authenticated, clients, dms)
+            ? await storm(
+                `dms embedded (aedes), ${secrets} secrets, round ${round}`,
+                dmsUrl,
+                authenticated,
+                clients,
+                dms,
+              )
             : await storm(
                 `Mosquitto 127.0.0.1:1883, anonymous, round ${round}`,
                 MOSQUITTO,
@@ -168,7 +180,7 @@ export async function connectStormSection(count: number, processes: number, roun
         );
       }
     }
-    const wrong = await refused(dmsUrl, things[0]!.thingName, generateDeviceSecret());
+    const wrong = await refused(dmsUrl, things[0]!.thingName, secretOf(secrets));
     return report(rows, count, processes, wrong);
   } finally {
     await Promise.all(clients.map((c) => (c.exitCode === null ? (c.kill(), undefined) : undefined)));

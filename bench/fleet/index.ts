@@ -4,7 +4,8 @@
  * (`fleet-<section>`), so that sections run alone or together:
  *
  *   npx tsx bench/fleet/index.ts [--only provisioning,connect-storm] [--things 100000]
- *     [--devices 10000] [--client-processes 4] [--rounds 2] [--publishers 1000] [--seconds 10]
+ *     [--devices 10000] [--secrets chosen|generated] [--client-processes 4] [--rounds 2]
+ *     [--publishers 1000] [--seconds 10]
  *     [--old 1000000]
  *
  * To add a section: a file exporting an async function that answers its
@@ -15,10 +16,12 @@ import { connectStormSection } from "./connect-storm.js";
 import { ingestSection } from "./ingest.js";
 import { provisioningSection } from "./provisioning.js";
 import { retentionSection } from "./retention.js";
-import { argument, machine } from "./support.js";
+import { argument, machine, type SecretKind } from "./support.js";
 
 const THINGS = Number(argument("--things") ?? 100_000);
 const DEVICES = Number(argument("--devices") ?? 10_000);
+/** The devices of the connect storm and of ingest: operator-supplied secrets by default, the costlier kind to check. */
+const SECRETS: SecretKind = argument("--secrets") === "generated" ? "generated" : "chosen";
 const CLIENT_PROCESSES = Number(argument("--client-processes") ?? 4);
 const ROUNDS = Number(argument("--rounds") ?? 2);
 const PUBLISHERS = Number(argument("--publishers") ?? 1000);
@@ -42,15 +45,15 @@ const SECTIONS: Section[] = [
   },
   {
     name: "connect-storm",
-    title: `a connect storm of ${DEVICES.toLocaleString("en")} devices, dms against Mosquitto`,
-    flags: `--only connect-storm --devices ${DEVICES} --client-processes ${CLIENT_PROCESSES} --rounds ${ROUNDS}`,
-    run: () => connectStormSection(DEVICES, CLIENT_PROCESSES, ROUNDS),
+    title: `a connect storm of ${DEVICES.toLocaleString("en")} devices with ${SECRETS} secrets, dms against Mosquitto`,
+    flags: `--only connect-storm --devices ${DEVICES} --secrets ${SECRETS} --client-processes ${CLIENT_PROCESSES} --rounds ${ROUNDS}`,
+    run: () => connectStormSection(DEVICES, CLIENT_PROCESSES, ROUNDS, SECRETS),
   },
   {
     name: "ingest",
-    title: `MQTT ingest of ${PUBLISHERS.toLocaleString("en")} devices publishing QoS 1, dms against Mosquitto's relay`,
-    flags: `--only ingest --publishers ${PUBLISHERS} --client-processes ${CLIENT_PROCESSES} --seconds ${SECONDS} --rounds ${ROUNDS}`,
-    run: () => ingestSection(PUBLISHERS, CLIENT_PROCESSES, SECONDS, ROUNDS),
+    title: `MQTT ingest of ${PUBLISHERS.toLocaleString("en")} devices with ${SECRETS} secrets publishing QoS 1, dms against Mosquitto's relay`,
+    flags: `--only ingest --publishers ${PUBLISHERS} --secrets ${SECRETS} --client-processes ${CLIENT_PROCESSES} --seconds ${SECONDS} --rounds ${ROUNDS}`,
+    run: () => ingestSection(PUBLISHERS, CLIENT_PROCESSES, SECONDS, ROUNDS, SECRETS),
   },
   {
     name: "retention",

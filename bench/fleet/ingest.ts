@@ -2,7 +2,7 @@
  * bench/fleet, MQTT ingest: N devices publishing QoS 1 observations, one in flight each, from
  * several client processes. Same clients, same run, the order rotated each round:
  *  - Mosquitto (127.0.0.1:1883) relaying to one plain subscriber, which counts;
- *  - dms's embedded broker (devices authenticated with generated secrets): observations stored and
+ *  - dms's embedded broker (devices authenticated with `--secrets`' kind): observations stored and
  *    evaluated, each PUBACK after the group commit holding it;
  *  - dms reading Mosquitto through `MQTT_URL`: observations stored and evaluated.
  * Each dms is a process of its own (roles engine,mqtt, no Kafka), counted from its store. Beside
@@ -13,7 +13,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mqtt from "mqtt";
-import { child, median, mosquittoCpuMs, progress, request, serviceEnv, stop, provisionDevices } from "./support.js";
+import {
+  child,
+  median,
+  mosquittoCpuMs,
+  progress,
+  request,
+  serviceEnv,
+  stop,
+  provisionDevices,
+  type SecretKind,
+} from "./support.js";
 
 const MOSQUITTO = "mqtt://127.0.0.1:1883";
 /** Seconds between all devices connected and the start of counting. */
@@ -154,9 +164,10 @@ export async function ingestSection(
   processes: number,
   seconds: number,
   rounds: number,
+  secrets: SecretKind,
 ): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "dms-bench-ingest-"));
-  const things = provisionDevices(join(dir, "provision.json"), "ingest", count);
+  const things = provisionDevices(join(dir, "provision.json"), "ingest", count, secrets);
   const authenticated: Device[] = things.map((t) => ({ clientId: t.thingName, password: t.secret }));
   // Mosquitto takes anyone: the same things, without their secrets.
   const anonymous: Device[] = things.map((t) => ({ clientId: t.thingName }));

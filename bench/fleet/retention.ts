@@ -81,8 +81,7 @@ export async function retentionSection(old: number, seconds: number, rounds: num
     progress(`disk: ${(perMillion / 2 ** 20).toFixed(0)} MiB per million observations`);
 
     const sweeper = new RetentionSweeper({
-      db,
-      targets: retentionTargets(config, dms.services.observations),
+      targets: retentionTargets(config, dms.services.stores),
       clock: Date.now,
       logger: pino({ level: "warn" }),
     });

@@ -73,18 +73,35 @@ export interface ThingEntry {
   secret?: string;
 }
 
+/** Which secrets the devices get: dms's generated ones, or chosen ones as an operator supplies them. */
+export type SecretKind = "generated" | "chosen";
+
+/** An operator-supplied secret: 32 random characters, as the README's provisioning example suggests. */
+export function chosenSecret(): string {
+  return randomBytes(24).toString("base64url");
+}
+
+export function secretOf(kind: SecretKind): string {
+  return kind === "generated" ? generateDeviceSecret() : chosenSecret();
+}
+
 /**
  * `count` devices named `<prefix>-<random tag>-<i>` (unique per run, so Mosquitto's sessions of an
- * earlier run never meet them), each with a generated secret, provisioned into `file`.
+ * earlier run never meet them), each with a secret of `kind`, provisioned into `file`.
  */
-export function provisionDevices(file: string, prefix: string, count: number): Required<ThingEntry>[] {
+export function provisionDevices(
+  file: string,
+  prefix: string,
+  count: number,
+  kind: SecretKind = "generated",
+): Required<ThingEntry>[] {
   const tag = randomBytes(3).toString("hex");
   const things = Array.from({ length: count }, (_, i) => ({
     thingName: `${prefix}-${tag}-${i}`,
     thingType: "sensor",
     domain: "fleet",
     serial: `SN-${i}`,
-    secret: generateDeviceSecret(),
+    secret: secretOf(kind),
   }));
   writeProvision(file, things);
   return things;

@@ -7,8 +7,9 @@ export type { ActionType };
 export type { ActionSink, RulePayload, TriggeredAction } from "../engine/index.js";
 
 export { Outbox, DEFAULT_CONCURRENCY, type OutboxOptions, type DeliveryRecord } from "./outbox.js";
-export type { OutboxStore, StoredDelivery, Settlement, DeliveryStatus } from "./store.js";
+export type { OutboxStore, StoredDelivery, Settlement, DeliveryStatus, Claim } from "./store.js";
 export { SqliteOutboxStore } from "./sqlite-store.js";
+export { PgOutboxStore } from "./pg-store.js";
 export {
   DEFAULT_RETRY,
   retryDelaySeconds,
@@ -30,12 +31,13 @@ export {
   Template,
   TemplateError,
   TEMPLATE_CACHE_MAX,
+  TEMPLATE_CACHE_MAX_BYTES,
   type Scope,
 } from "./template.js";
 export { payloadScope } from "./scope.js";
 export { realTimers, type Timers } from "./timers.js";
-export { addressProblem, hostAddresses, isPrivateAddress, isPrivateHost } from "./net.js";
+export { addressProblem, hostAddresses, isPrivateAddress, isPrivateHost, normalHost, publicOnlyLookup } from "./net.js";
 export { webhookDnsProblem } from "./webhook.js";
 export { splitResource, RESERVED_TYPES } from "./set-resource.js";
 export { truncate, SMS_MAX_LENGTH } from "./sms.js";
-export { actionsMigrations } from "./migrations.js";
+export { actionsMigrations, actionsPgMigrations } from "./migrations.js";

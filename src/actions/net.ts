@@ -2,6 +2,7 @@ import { lookup, type LookupAddress, type LookupOptions } from "node:dns";
 import { lookup as lookupAsync } from "node:dns/promises";
 import { isIP } from "node:net";
 import { networkInterfaces } from "node:os";
+import { domainToASCII } from "node:url";
 import ipaddr from "ipaddr.js";
 
 /**
@@ -80,9 +81,25 @@ export function hostAddresses(): string[] {
   return Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address.replace(/%.*$/, "")));
 }
 
-/** Why a URL's host cannot be a webhook target without a lookup (an address or a localhost name), or undefined. */
+/**
+ * The one spelling of a host name that is classified and looked up: an IP
+ * address without brackets, or a name as the WHATWG URL host parser writes it
+ * (percent-decoded, IDNA to ASCII, lower case, IPv4 numbers in dotted form)
+ * without its trailing dots. `localhost.`, `LOCALHOST`, `%6cocalhost` and
+ * `ｌｏｃａｌｈｏｓｔ` are all `localhost`; "" when it is no host name at all.
+ */
+export function normalHost(hostname: string): string {
+  const bare = hostname.replace(/^\[|\]$/g, "");
+  if (isIP(bare) !== 0) return bare;
+  const ascii = domainToASCII(bare).replace(/\.+$/, "");
+  // Parsed again without the dots: `127.1.` and `0x7f000001..` are addresses too.
+  return ascii === "" ? "" : domainToASCII(ascii);
+}
+
+/** Why a host cannot be a webhook target without a lookup (an address or a localhost name), or undefined. */
 export function hostProblem(hostname: string): string | undefined {
-  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  const host = normalHost(hostname);
+  if (host === "") return "not a host name";
   if (host === "localhost" || host.endsWith(".localhost")) return "localhost";
   return addressProblem(host);
 }
@@ -100,13 +117,16 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | Look
 
 /**
  * The DNS lookup of every webhook connection (got's `dnsLookup`, which the
- * socket uses to connect): it resolves the name, refuses when any answer is
- * not public, and hands the socket exactly the answers it checked. So the
- * address connected to is the address checked, and DNS cannot change between
- * the two (rebinding).
+ * socket uses to connect): it refuses what hostProblem refuses, resolves the
+ * name in its normal spelling, refuses when any answer is not public, and
+ * hands the socket exactly the answers it checked. So the address connected
+ * to is the address checked, and DNS cannot change between the two
+ * (rebinding).
  */
 export function publicOnlyLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
-  lookup(hostname, { ...options, all: true }, (err, addresses) => {
+  const refused = hostProblem(hostname);
+  if (refused) return callback(new PrivateTargetError(`${hostname} is not a public address: ${refused}`), []);
+  lookup(normalHost(hostname), { ...options, all: true }, (err, addresses) => {
     if (err) return callback(err, []);
     for (const a of addresses) {
       const problem = addressProblem(a.address);
@@ -131,8 +151,8 @@ const CREATE_LOOKUP_MS = 2_000;
  * does not resolve in time: delivery resolves and checks again).
  */
 export async function resolvedProblem(hostname: string): Promise<string | undefined> {
-  const host = hostname.replace(/^\[|\]$/g, "");
-  if (isIP(host) !== 0) return undefined;
+  const host = normalHost(hostname);
+  if (host === "" || isIP(host) !== 0) return undefined;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<undefined>((resolve) => {
     timer = setTimeout(() => resolve(undefined), CREATE_LOOKUP_MS);

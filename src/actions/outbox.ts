@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { Logger } from "../observability/index.js";
@@ -35,9 +36,18 @@ export interface OutboxOptions {
   /** Deliveries in flight at once. */
   concurrency?: number;
   registry?: Registry;
+  /**
+   * The name this outbox claims deliveries under. A process restarting under the same name takes
+   * back at once what it left delivering; by default each outbox has a name of its own.
+   */
+  owner?: string;
+  /** How long a claim holds unless renewed; the owner renews it every third of this while it runs. */
+  leaseMs?: number;
 }
 
 export const DEFAULT_CONCURRENCY = 64;
+/** Long enough that a busy event loop renews in time, short enough that a dead process's claims go again soon. */
+export const DEFAULT_LEASE_MS = 30_000;
 /**
  * Delivered rows are kept this long so that a replay of the same
  * observations (a Kafka rebalance, a restart before the offset commit)
@@ -59,6 +69,9 @@ export class Outbox implements ActionSink {
   private readonly timers: Timers;
   private readonly logger: Logger;
   private readonly concurrency: number;
+  /** The name this outbox's claims carry. */
+  readonly owner: string;
+  private readonly leaseMs: number;
   private readonly deliverers: Record<ActionType, (d: Delivery<Record<string, unknown>>) => Promise<void>>;
   private readonly inFlight = new Set<Promise<void>>();
   private readonly unknownLogged = new LRUCache<string, true>({ max: UNKNOWN_LOG_LIMIT });
@@ -70,12 +83,15 @@ export class Outbox implements ActionSink {
   private pumpAgain = false;
   private timer: { at: number; cancel: () => void } | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
+  private leaseTimer: NodeJS.Timeout | undefined;
 
   constructor(options: OutboxOptions) {
     this.store = options.store;
     this.timers = options.timers;
     this.logger = options.logger;
     this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+    this.owner = options.owner ?? randomUUID();
+    this.leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
     const deps = options.deps;
     this.deliverers = {
       WEBHOOK: ACTION_DEFINITIONS.WEBHOOK.create(deps),
@@ -147,18 +163,33 @@ export class Outbox implements ActionSink {
   }
 
   async start(): Promise<void> {
-    // Nothing is in flight in a process that just started: what was, goes again.
-    await this.store.releaseClaims();
+    // Nothing is in flight in an outbox that just started: what it held goes again, and so does what
+    // outboxes that died held once their leases ended. Live outboxes' claims stay theirs.
+    await this.store.releaseClaims(this.timers.now(), this.owner);
     await this.prune();
     this.pruneTimer = setInterval(() => void this.prune(), 3600_000);
     this.pruneTimer.unref();
+    this.leaseTimer = setInterval(() => void this.keepLease(), this.leaseMs / 3);
+    this.leaseTimer.unref();
     this.running = true;
     this.kick();
+  }
+
+  /** Renews this outbox's claims, then frees those of outboxes whose leases ended (they died) to deliver them. */
+  private async keepLease(): Promise<void> {
+    try {
+      const now = this.timers.now();
+      await this.store.renew(this.owner, now + this.leaseMs);
+      if ((await this.store.releaseClaims(now)) > 0) this.kick();
+    } catch (err) {
+      this.logger.error({ err }, "the outbox could not renew its claims");
+    }
   }
 
   async stop(): Promise<void> {
     this.running = false;
     clearInterval(this.pruneTimer);
+    clearInterval(this.leaseTimer);
     this.timer?.cancel();
     this.timer = undefined;
     await Promise.allSettled([...this.inFlight]);
@@ -243,7 +274,8 @@ export class Outbox implements ActionSink {
     const free = this.concurrency - this.inFlight.size;
     if (free > 0) {
       const now = this.timers.now();
-      for (const delivery of await this.store.claim(now, free)) {
+      const claim = { owner: this.owner, now, limit: free, leaseUntil: now + this.leaseMs };
+      for (const delivery of await this.store.claim(claim)) {
         const p = this.deliver(delivery).finally(() => {
           this.inFlight.delete(p);
           this.kick();
@@ -270,8 +302,20 @@ export class Outbox implements ActionSink {
 
   private async deliver(row: StoredDelivery): Promise<void> {
     const definition = ACTION_DEFINITIONS[row.type] as (typeof ACTION_DEFINITIONS)[ActionType] | undefined;
-    const settle = (status: DeliveryStatus, attempts: number, nextAttemptAt: number, lastError: string | null) =>
-      this.store.settle(row.id, { status, attempts, nextAttemptAt, lastError }, this.timers.now());
+    const settle = async (
+      status: DeliveryStatus,
+      attempts: number,
+      nextAttemptAt: number,
+      lastError: string | null,
+    ) => {
+      const outcome = { status, attempts, nextAttemptAt, lastError };
+      if (!(await this.store.settle(row.id, outcome, this.timers.now(), this.owner))) {
+        this.logger.warn(
+          { delivery: row.id, status },
+          "a delivery's claim had ended and been taken over; outcome not recorded",
+        );
+      }
+    };
     if (!definition) {
       await settle("dead", row.attempts + 1, row.nextAttemptAt, `unknown action type ${row.type}`);
       return;

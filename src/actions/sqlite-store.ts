@@ -1,24 +1,7 @@
-import type { ActionType } from "../rule-model/index.js";
-import type { RulePayload, TriggeredAction } from "../engine/index.js";
+import type { TriggeredAction } from "../engine/index.js";
 import type { Db } from "../store/index.js";
-import type { DeliveryStatus, OutboxStore, Settlement, StoredDelivery } from "./store.js";
-
-interface Row {
-  id: number;
-  idempotency_key: string;
-  rule_id: string;
-  rule_domain: string;
-  thing_name: string;
-  type: ActionType;
-  config: string;
-  payload: string;
-  status: DeliveryStatus;
-  attempts: number;
-  next_attempt_at: number;
-  last_error: string | null;
-  created_at: number;
-  updated_at: number;
-}
+import { acceptedColumns, toDelivery, type DeliveryRow } from "./delivery-row.js";
+import type { Claim, DeliveryStatus, OutboxStore, Settlement, StoredDelivery } from "./store.js";
 
 /** The outbox in the process's SQLite database (`actionsMigrations`). */
 export class SqliteOutboxStore implements OutboxStore {
@@ -33,18 +16,31 @@ export class SqliteOutboxStore implements OutboxStore {
            status, attempts, next_attempt_at, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
       ),
-      claim: db.prepare<[number, number, number], Row>(
-        `UPDATE action_outbox SET status = 'delivering', updated_at = ? WHERE id IN (
+      claim: db.prepare<[string, number, number, number, number], DeliveryRow>(
+        `UPDATE action_outbox SET status = 'delivering', claimed_by = ?, lease_until = ?, updated_at = ? WHERE id IN (
            SELECT id FROM action_outbox WHERE status = 'pending' AND next_attempt_at <= ?
            ORDER BY next_attempt_at, id LIMIT ?) RETURNING *`,
+      ),
+      renew: db.prepare<[number, string]>(
+        "UPDATE action_outbox SET lease_until = ? WHERE claimed_by = ? AND status = 'delivering'",
       ),
       nextDue: db.prepare<[], { at: number | null }>(
         "SELECT min(next_attempt_at) AS at FROM action_outbox WHERE status = 'pending'",
       ),
       settle: db.prepare<[DeliveryStatus, number, number, string | null, number, number]>(
-        "UPDATE action_outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
+        `UPDATE action_outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?, updated_at = ?,
+           claimed_by = NULL, lease_until = NULL WHERE id = ?`,
       ),
-      byId: db.prepare<[number], Row>("SELECT * FROM action_outbox WHERE id = ?"),
+      settleClaimed: db.prepare<[DeliveryStatus, number, number, string | null, number, number, string]>(
+        `UPDATE action_outbox SET status = ?, attempts = ?, next_attempt_at = ?, last_error = ?, updated_at = ?,
+           claimed_by = NULL, lease_until = NULL WHERE id = ? AND claimed_by = ? AND status = 'delivering'`,
+      ),
+      release: db.prepare<[number, string | null]>(
+        `UPDATE action_outbox SET status = 'pending', claimed_by = NULL, lease_until = NULL
+           WHERE status = 'delivering' AND (lease_until IS NULL OR lease_until <= ? OR claimed_by = ?)`,
+      ),
+      prune: db.prepare<[number]>("DELETE FROM action_outbox WHERE status = 'delivered' AND updated_at < ?"),
+      byId: db.prepare<[number], DeliveryRow>("SELECT * FROM action_outbox WHERE id = ?"),
       waiting: count("status IN ('pending', 'delivering')"),
       dead: count("status = 'dead'"),
       oldest: db.prepare<[], { at: number | null }>(
@@ -55,42 +51,35 @@ export class SqliteOutboxStore implements OutboxStore {
 
   async accept(actions: readonly TriggeredAction[], now: number): Promise<void> {
     this.db.transaction(() => {
-      for (const a of actions) {
-        this.stmt.insert.run(
-          a.idempotencyKey,
-          a.ruleId,
-          a.payload.rule.domain,
-          a.thingName,
-          a.type,
-          JSON.stringify(a.config),
-          JSON.stringify(a.payload),
-          now,
-          now,
-          now,
-        );
-      }
+      for (const a of actions) this.stmt.insert.run(...acceptedColumns(a), now, now, now);
     })();
   }
 
-  async claim(now: number, limit: number): Promise<StoredDelivery[]> {
-    return this.stmt.claim.all(now, now, limit).map(toDelivery);
+  async claim(c: Claim): Promise<StoredDelivery[]> {
+    return this.stmt.claim.all(c.owner, c.leaseUntil, c.now, c.now, c.limit).map(toDelivery);
+  }
+
+  async renew(owner: string, leaseUntil: number): Promise<void> {
+    this.stmt.renew.run(leaseUntil, owner);
   }
 
   async nextDue(): Promise<number | undefined> {
     return this.stmt.nextDue.get()?.at ?? undefined;
   }
 
-  async settle(id: number, o: Settlement, now: number): Promise<void> {
-    this.stmt.settle.run(o.status, o.attempts, o.nextAttemptAt, o.lastError, now, id);
+  async settle(id: number, o: Settlement, now: number, owner?: string): Promise<boolean> {
+    const values = [o.status, o.attempts, o.nextAttemptAt, o.lastError, now, id] as const;
+    const result =
+      owner === undefined ? this.stmt.settle.run(...values) : this.stmt.settleClaimed.run(...values, owner);
+    return result.changes > 0;
   }
 
-  async releaseClaims(): Promise<void> {
-    this.db.prepare("UPDATE action_outbox SET status = 'pending' WHERE status = 'delivering'").run();
+  async releaseClaims(now: number, owner?: string): Promise<number> {
+    return this.stmt.release.run(now, owner ?? null).changes;
   }
 
   async pruneDelivered(before: number): Promise<number> {
-    return this.db.prepare("DELETE FROM action_outbox WHERE status = 'delivered' AND updated_at < ?").run(before)
-      .changes;
+    return this.stmt.prune.run(before).changes;
   }
 
   async get(id: number): Promise<StoredDelivery | undefined> {
@@ -101,7 +90,7 @@ export class SqliteOutboxStore implements OutboxStore {
   async deadLetters(domains: readonly string[], limit: number, before?: number): Promise<StoredDelivery[]> {
     if (domains.length === 0) return [];
     return this.db
-      .prepare<(string | number)[], Row>(
+      .prepare<(string | number)[], DeliveryRow>(
         `SELECT * FROM action_outbox WHERE status = 'dead' AND rule_domain IN (${domains.map(() => "?").join(",")})
          ${before === undefined ? "" : "AND id < ?"} ORDER BY id DESC LIMIT ${limit}`,
       )
@@ -120,23 +109,4 @@ export class SqliteOutboxStore implements OutboxStore {
   async oldestWaiting(): Promise<number | undefined> {
     return this.stmt.oldest.get()?.at ?? undefined;
   }
-}
-
-function toDelivery(r: Row): StoredDelivery {
-  return {
-    id: r.id,
-    idempotencyKey: r.idempotency_key,
-    ruleId: r.rule_id,
-    ruleDomain: r.rule_domain,
-    thingName: r.thing_name,
-    type: r.type,
-    config: JSON.parse(r.config) as Record<string, unknown>,
-    payload: JSON.parse(r.payload) as RulePayload,
-    status: r.status,
-    attempts: r.attempts,
-    nextAttemptAt: r.next_attempt_at,
-    lastError: r.last_error,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-  };
 }

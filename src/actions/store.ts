@@ -22,6 +22,10 @@ export interface StoredDelivery {
   lastError: string | null;
   createdAt: number;
   updatedAt: number;
+  /** The outbox delivering it (its owner name), while delivering. */
+  claimedBy: string | null;
+  /** Epoch ms until which the owner's claim holds unless renewed; past it, another outbox may take it. */
+  leaseUntil: number | null;
 }
 
 /** What an attempt (or a retry by hand) leaves of a delivery. */
@@ -32,10 +36,21 @@ export interface Settlement {
   lastError: string | null;
 }
 
+/** A claim on due deliveries: who takes them, when, how many at most, and until when its lease holds. */
+export interface Claim {
+  owner: string;
+  now: number;
+  limit: number;
+  leaseUntil: number;
+}
+
 /**
  * Where the outbox keeps triggered actions until they are delivered, and those
  * that gave up (its dead letters). Every method answers asynchronously, as a
- * networked database would.
+ * networked database would. Several outboxes may share one store: each claims
+ * deliveries under its owner name with a lease it renews while it delivers, so
+ * a delivery is sent by one outbox at a time and one that died leaves its
+ * claims to the others once their leases end.
  */
 export interface OutboxStore {
   /**
@@ -43,21 +58,32 @@ export interface OutboxStore {
    * idempotency key is known is dropped (a replayed observation hands it again).
    * Resolves once they are durable: the engine awaits it before its state is
    * flushed and its source commits, so a crash in between replays the batch and
-   * loses no action. SQLite writes before resolving; a PostgreSQL store resolves
-   * after the COMMIT of one `INSERT ... ON CONFLICT (idempotency_key) DO NOTHING`.
+   * loses no action.
    */
   accept(actions: readonly TriggeredAction[], now: number): Promise<void>;
   /**
-   * Marks the `limit` earliest due of the deliveries pending at `now` as delivering
-   * and answers them, in no particular order. (A PostgreSQL store shared by several
-   * processes would pick them `FOR UPDATE SKIP LOCKED`, so no two take the same one.)
+   * Marks up to `limit` of the deliveries pending and due at `now`, the earliest due
+   * first, as delivering under `owner` until `leaseUntil`, and answers them. Two
+   * claims, from this process or another, never take the same delivery.
    */
-  claim(now: number, limit: number): Promise<StoredDelivery[]>;
+  claim(claim: Claim): Promise<StoredDelivery[]>;
+  /** Extends every claim `owner` holds to `leaseUntil`. */
+  renew(owner: string, leaseUntil: number): Promise<void>;
   /** When the earliest pending delivery is due; undefined: none is pending. */
   nextDue(): Promise<number | undefined>;
-  settle(id: number, outcome: Settlement, now: number): Promise<void>;
-  /** Makes every delivering delivery pending again: at start nothing is in flight, so what was goes again. */
-  releaseClaims(): Promise<void>;
+  /**
+   * Records the outcome of an attempt or a retry by hand. With `owner`, only while
+   * `owner` still holds the claim (another outbox may have taken it after the lease
+   * ended); answers whether it was recorded.
+   */
+  settle(id: number, outcome: Settlement, now: number, owner?: string): Promise<boolean>;
+  /**
+   * Makes pending again the delivering deliveries whose lease ended by `now` (their
+   * owner died) and, when `owner` is given, those `owner` holds (a process starting
+   * under a name has nothing in flight yet). A live owner's claims are left alone.
+   * Answers how many.
+   */
+  releaseClaims(now: number, owner?: string): Promise<number>;
   /** Forgets delivered deliveries last changed before `before`; answers how many. */
   pruneDelivered(before: number): Promise<number>;
   get(id: number): Promise<StoredDelivery | undefined>;

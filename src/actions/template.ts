@@ -27,7 +27,15 @@ const PATH = /^[A-Za-z_$][\w$]*(\.[\w$-]+)*$/;
  * is reported through `onUnknown` so the caller can log it.
  */
 export class Template {
-  constructor(private readonly parts: readonly Part[]) {}
+  /** What this template holds, estimated: its text and the functions of its expressions. */
+  readonly bytes: number;
+
+  constructor(private readonly parts: readonly Part[]) {
+    this.bytes = parts.reduce(
+      (sum, p) => sum + (typeof p === "string" ? 2 * p.length : (p.compiled?.bytes ?? 0) + 2 * p.source.length),
+      64,
+    );
+  }
 
   get isConstant(): boolean {
     return this.parts.every((p) => typeof p === "string");
@@ -125,14 +133,14 @@ function compileExpr(source: string): Expr {
   }
 }
 
-/** Parsed templates kept, by count and by total source length (docs/engine.md, "Caches"). */
+/** Parsed templates kept, by count and by estimated bytes, key included (docs/engine.md, "Caches"). */
 export const TEMPLATE_CACHE_MAX = 5_000;
-export const TEMPLATE_CACHE_MAX_CHARS = 16 * 1024 * 1024;
+export const TEMPLATE_CACHE_MAX_BYTES = 16 * 1024 * 1024;
 
 const cache = new LRUCache<string, Template>({
   max: TEMPLATE_CACHE_MAX,
-  maxSize: TEMPLATE_CACHE_MAX_CHARS,
-  sizeCalculation: (_t, source) => source.length + 1,
+  maxSize: TEMPLATE_CACHE_MAX_BYTES,
+  sizeCalculation: (t, source) => t.bytes + 2 * source.length,
 });
 
 /** parseTemplate with a cache: action configs repeat the same strings for every delivery. */
@@ -145,9 +153,9 @@ export function template(source: string): Template {
   return t;
 }
 
-/** How many parsed templates are cached now (for the bounded-memory test). */
-export function templateCacheSize(): number {
-  return cache.size;
+/** How many parsed templates are cached now, and their estimated bytes (for the bounded-memory test). */
+export function templateCacheSize(): { entries: number; bytes: number } {
+  return { entries: cache.size, bytes: cache.calculatedSize };
 }
 
 /** Every string in `value` (deeply) rendered against `scope`. */

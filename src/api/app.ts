@@ -9,11 +9,12 @@ import type { AuthEnv } from "../auth/index.js";
 import type { Config } from "../config/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
 import type { Readiness } from "../readiness/index.js";
-import type { Db } from "../store/index.js";
 import type { Api, ApiEnv, RouteModule } from "./context.js";
 import { registerDocs } from "./docs.js";
+import { consoleRoutes } from "../console/index.js";
 import { checkStages, stageNames, stagePath } from "./stages.js";
 import { jsonShapeGuard } from "./json-shape.js";
+import { startingGate } from "./starting.js";
 import { validationHook } from "./validation.js";
 
 /** What the REST application itself uses, beside what its route modules declare. */
@@ -21,8 +22,8 @@ export interface AppDeps {
   config: Pick<Config, "DMS_STACK_NAME" | "DMS_MAX_BODY_BYTES">;
   logger: Logger;
   metrics: Metrics;
-  /** `/healthz` asks the database. */
-  db: Pick<Db, "prepare">;
+  /** `/healthz` asks the database the stores are on. */
+  stores: { ping(): Promise<void> };
   readiness: Readiness;
   /** The one authentication of this process (src/auth), shared with the proxy control interface. */
   authentication: MiddlewareHandler<AuthEnv>;
@@ -66,6 +67,7 @@ export function createApp<D>(services: AppDeps & D, modules: readonly RouteModul
       maxAge: 600,
     }),
   );
+  app.use(startingGate(services.readiness));
   const limitBody = bodyLimit({
     maxSize: services.config.DMS_MAX_BODY_BYTES,
     onError: () => {
@@ -80,8 +82,8 @@ export function createApp<D>(services: AppDeps & D, modules: readonly RouteModul
   // After authentication, so that only callers with a key and a token make the service read a body.
   app.use(jsonShapeGuard());
 
-  app.get("/healthz", (c) => {
-    services.db.prepare("SELECT 1").get();
+  app.get("/healthz", async (c) => {
+    await services.stores.ping();
     return c.json({ status: "ok" });
   });
   // 503 with what is still awaited, 200 once every registered condition is met.
@@ -121,6 +123,7 @@ export function createApp<D>(services: AppDeps & D, modules: readonly RouteModul
     security: [{ token: [], apiKey: [] }],
   });
   registerDocs(app);
+  app.route("/", consoleRoutes());
 
   app.notFound((c) => c.json({ message: `No operation ${c.req.method} ${c.req.path}`, messageKey: "NOT_FOUND" }, 404));
   app.onError((err, c) => {

@@ -1,16 +1,15 @@
 import type { MiddlewareHandler } from "hono";
 import type { EventBus } from "../bus/index.js";
-import type { Db } from "../store/index.js";
 import { ApiKeysService, DomainsService } from "./admin.js";
 import { Identity } from "./identity.js";
 import { authentication, type AuthEnv } from "./middleware.js";
-import { SqliteIdentityStore } from "./sqlite-store.js";
 import type { IdentityStore } from "./store.js";
 import { Tokens } from "./tokens.js";
 import { UsersService } from "./users.js";
 
 export interface AuthDeps {
-  db: Db;
+  /** Where domains, users, API keys and refresh tokens are kept. */
+  store: IdentityStore;
   /** Where domain and API key changes are announced, and heard from other processes. */
   bus: EventBus;
   /** Judges token expiry; tests move it. */
@@ -31,9 +30,7 @@ export interface Auth {
   authentication: MiddlewareHandler<AuthEnv>;
 }
 
-/** On SQLite; another database is one more `IdentityStore`. */
-export function createAuth({ db, bus, clock, tokenSecret }: AuthDeps): Auth {
-  const store = new SqliteIdentityStore(db);
+export function createAuth({ store, bus, clock, tokenSecret }: AuthDeps): Auth {
   const identity = new Identity(store, bus);
   const tokens = new Tokens(tokenSecret, clock, store);
   return {

@@ -10,8 +10,8 @@ export interface AuthEnv {
 }
 
 /**
- * Paths that need neither key nor token: probes, the API description, signed-URL transfers, and
- * the two manifests a MIC client reads before it has a key.
+ * Paths that need neither key nor token: probes, the API description, the console's static files,
+ * signed-URL transfers, and the two manifests a MIC client reads before it has a key.
  */
 const OPEN = [
   /^\/healthz$/,
@@ -19,6 +19,7 @@ const OPEN = [
   /^\/metrics$/,
   /^\/openapi\.json$/,
   /^\/docs(\/.*)?$/,
+  /^\/console(\/.*)?$/,
   /^\/storage\//,
   /^\/manifest$/,
   /^\/metadata\/manifest$/,

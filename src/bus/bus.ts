@@ -5,6 +5,8 @@ import type { Rule } from "../rule-model/index.js";
 export interface BusEvents {
   "thingGroup.membership": { groupId: string; thingName: string; change: "added" | "removed" };
   "thingGroup.deleted": { groupId: string };
+  /** A group was created, or its name or domain changed (its members change by `thingGroup.membership`). */
+  "thingGroup.changed": { groupId: string };
   "domain.changed": { id: string; change: "created" | "updated" | "deleted" };
   "thingType.changed": { id: string; change: "created" | "updated" | "deleted" };
   "thing.changed": { thingName: string; change: "created" | "updated" | "deleted" };

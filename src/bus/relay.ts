@@ -2,30 +2,34 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "../observability/index.js";
 import type { BusEventName, BusEvents, EventBus } from "./bus.js";
 import type { BusEventStore, StoredBusEvent } from "./store.js";
+import { pollingWakeup, type RelayWakeup } from "./wakeup.js";
 
 export interface BusRelayOptions {
   /** The table of changes the processes share. */
   store: BusEventStore;
   bus: EventBus;
   logger: Logger;
-  /** How often the table is read for other processes' changes (ms). */
+  /** How often the table is read for other processes' changes (ms), when no `wakeup` is given. */
   pollMs?: number;
+  /** When to read the table: every `pollMs` unless given (PostgreSQL: `PgNotifyWakeup`). */
+  wakeup?: RelayWakeup;
   /** How long a change stays in the table (ms): longer than any process can fall behind. */
   retentionMs?: number;
 }
 
 const DEFAULT_POLL_MS = 200;
 const DEFAULT_RETENTION_MS = 5 * 60_000;
-const PRUNE_EVERY_POLLS = 100;
+const PRUNE_EVERY_MS = 20_000;
 const READ_LIMIT = 1000;
 
 /**
  * Carries bus changes between processes that share one database (`DMS_ROLES`
  * split over several processes on one data directory): every change emitted
  * here is written to the store, and the changes other processes wrote are
- * read every `pollMs` and handed to this process's followers, so that a rule
- * changed through the REST process reaches the engine process within a
- * second, a deleted API key stops working in the proxy process, and so on.
+ * read when the `wakeup` says (every `pollMs`, or as PostgreSQL notifies them)
+ * and handed to this process's followers, so that a rule changed through the
+ * REST process reaches the engine process within a second, a deleted API key
+ * stops working in the proxy process, and so on.
  *
  * The store keeps sequence order as commit order, so a reader that has seen
  * sequence n has seen everything before it (`BusEventStore`).
@@ -34,17 +38,18 @@ export class BusRelay {
   /** This process's mark on its rows, which it skips when reading. */
   readonly origin = randomUUID();
   private readonly store: BusEventStore;
-  private readonly pollMs: number;
+  private readonly wakeup: RelayWakeup;
   private readonly retentionMs: number;
   private last = 0;
-  private polls = 0;
-  private timer: NodeJS.Timeout | undefined;
-  /** The read under way: a timer tick or a caller meanwhile waits for it instead of reading the same rows. */
+  private prunedAt = Date.now();
+  /** The read under way: a caller meanwhile waits for it instead of reading the same rows. */
   private polling: Promise<number> | undefined;
+  /** The read after the one under way: a wakeup during a read may announce rows that read missed. */
+  private next: Promise<number> | undefined;
 
   constructor(private readonly options: BusRelayOptions) {
     this.store = options.store;
-    this.pollMs = options.pollMs ?? DEFAULT_POLL_MS;
+    this.wakeup = options.wakeup ?? pollingWakeup(options.pollMs ?? DEFAULT_POLL_MS);
     this.retentionMs = options.retentionMs ?? DEFAULT_RETENTION_MS;
   }
 
@@ -52,19 +57,27 @@ export class BusRelay {
   async start(): Promise<void> {
     this.last = await this.store.lastSeq();
     this.options.bus.relayTo((name, event) => this.publish(name, event));
-    this.timer = setInterval(() => void this.poll(), this.pollMs);
-    this.timer.unref();
+    await this.wakeup.start(() => void this.poll());
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     this.options.bus.relayTo(undefined);
-    clearInterval(this.timer);
-    this.timer = undefined;
+    await this.wakeup.stop();
   }
 
-  /** Reads and delivers what other processes changed since the last read; resolves how many. */
+  /**
+   * Reads and delivers what other processes changed since the last read; resolves how many.
+   * Asked during a read, it reads once more after it (however often it is asked meanwhile).
+   */
   poll(): Promise<number> {
-    this.polling ??= this.read().finally(() => (this.polling = undefined));
+    if (this.polling) {
+      this.next ??= this.polling.then(() => {
+        this.next = undefined;
+        return this.poll();
+      });
+      return this.next;
+    }
+    this.polling = this.read().finally(() => (this.polling = undefined));
     return this.polling;
   }
 
@@ -80,7 +93,10 @@ export class BusRelay {
         }
         if (rows.length < READ_LIMIT) break;
       }
-      if (++this.polls % PRUNE_EVERY_POLLS === 0) await this.store.prune(Date.now() - this.retentionMs);
+      if (Date.now() - this.prunedAt >= PRUNE_EVERY_MS) {
+        this.prunedAt = Date.now();
+        await this.store.prune(this.prunedAt - this.retentionMs);
+      }
     } catch (err) {
       this.options.logger.error({ err }, "bus relay: reading other processes' changes failed; retrying");
     }

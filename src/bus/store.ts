@@ -13,7 +13,7 @@ export interface StoredBusEvent {
  *
  * A reader that has seen sequence n must have seen everything before it, so
  * sequence order must be commit order: SQLite serializes writers, which gives
- * it; a PostgreSQL store would append under a transaction-level advisory lock
+ * it; `PgBusEventStore` appends under a transaction-level advisory lock
  * (`pg_advisory_xact_lock`), since a sequence there is taken before commit and
  * a later number can become visible first.
  */

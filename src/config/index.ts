@@ -13,6 +13,10 @@ const port = z
   .transform(Number)
   .pipe(z.number().max(65535, PORT));
 const optionalUrl = z.string().url().optional();
+const postgresUrl = z
+  .string()
+  .url()
+  .regex(/^postgres(ql)?:\/\//, "expected a postgres:// connection string");
 const bool = z.enum(["true", "false"]).transform((v) => v === "true");
 const portRange = z
   .string()
@@ -36,6 +40,8 @@ const schema = z.object({
   DMS_HTTP_PORT: port.default(8080),
   DMS_HTTP_HOST: z.string().min(1).default("0.0.0.0"),
   DMS_DATA_DIR: z.string().min(1).default("./data"),
+  // Every store on this PostgreSQL database instead of SQLite in DMS_DATA_DIR (docs/storage.md).
+  DMS_DATABASE_URL: postgresUrl.optional(),
   DMS_PROVISION: z.string().min(1).optional(),
   DMS_PUBLIC_URL: optionalUrl,
   DMS_STACK_NAME: z
@@ -68,6 +74,9 @@ const schema = z.object({
   KAFKA_OBSERVATIONS_TOPIC: z.string().min(1).default("dms.observations"),
   KAFKA_EVENTS_TOPIC: z.string().min(1).default("dms.events"),
   KAFKA_GROUP_ID: z.string().min(1).default("dms-engine"),
+  /** A dead engine's partitions move after this silence: failover takes about this plus one heartbeat. */
+  KAFKA_SESSION_TIMEOUT_MS: z.coerce.number().int().min(1000).max(300_000).default(6000),
+  KAFKA_HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).max(60_000).default(1000),
   // How long the engine's state may lag its batches before a checkpoint makes it durable (docs/engine.md).
   DMS_ENGINE_CHECKPOINT_MS: z.coerce.number().int().min(10).max(600_000).default(5000),
   // Whether a checkpoint's upserts run on a thread of their own rather than the engine's (docs/engine.md, State writes).
@@ -118,11 +127,22 @@ export class ConfigError extends Error {
   }
 }
 
+/** The variables of the `DMS_` family that dms reads; the test suite's own is known so that it does not stop a spawned service. */
+const KNOWN_DMS = [...Object.keys(schema.shape).filter((k) => k.startsWith("DMS_")), "DMS_TEST_PG_URL"];
+
 /**
- * Reads the configuration from environment variables. A bad value throws a
- * ConfigError whose message is the one line the operator needs.
+ * Reads the configuration from environment variables. A bad value, or a
+ * `DMS_*` variable dms does not know (a misspelt one would otherwise be
+ * silently ignored), throws a ConfigError whose message is the one line the
+ * operator needs.
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const unknown = Object.keys(env)
+    .filter((k) => k.startsWith("DMS_") && env[k] !== undefined && !KNOWN_DMS.includes(k))
+    .sort()[0];
+  if (unknown !== undefined) {
+    throw new ConfigError(unknown, `not a setting of dms; did you mean ${nearest(unknown, KNOWN_DMS)}?`);
+  }
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
   const parsed = schema.safeParse(present);
   if (!parsed.success) {
@@ -137,6 +157,29 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     roles: new Set(DMS_ROLES),
     ruleIdPrefix: rest.DMS_ENV === "production" ? "" : rest.DMS_STACK_NAME,
   };
+}
+
+/** The candidate fewest single-character edits away from `name` (Levenshtein distance). */
+function nearest(name: string, candidates: readonly string[]): string {
+  let best = candidates[0]!;
+  let bestDistance = Infinity;
+  for (const candidate of candidates) {
+    const d = editDistance(name, candidate);
+    if (d < bestDistance) [best, bestDistance] = [candidate, d];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = row;
+  }
+  return previous[b.length]!;
 }
 
 /** A random secret, for keys the operator did not set. */

@@ -246,12 +246,8 @@ function refuse(
 }
 
 /**
- * The record of one decoded input, made by a constructor rather than an object literal. V8 tracks
- * a literal's allocation site: a batch's records live from its decode to the end of its
- * evaluation, a site whose objects survive scavenges is marked as worth pretenuring, and from then
- * on what they point to (the batch's parsed objects) stayed alive across scavenges too and was
- * promoted: on bench/engine with `RULES=0`, about 100 MB over 400,000 observations in most runs,
- * against 45-53 MB so (`--trace-gc-nvp`; docs/engine.md, thirteenth pass).
+ * The record of one decoded input, made by a constructor rather than an object literal, so that V8
+ * does not pretenure a long-lived literal's allocation site and promote every batch's parsed objects.
  */
 class IngestedRecord {
   stateBytes: Buffer | undefined = undefined;

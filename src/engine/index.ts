@@ -31,6 +31,8 @@ export {
   readPath,
   generatedCacheSize,
   GENERATED_CACHE_MAX,
+  GENERATED_CACHE_MAX_BYTES,
+  EXPRESSION_MAX_LENGTH,
   type ScopeExpression,
 } from "./compile/index.js";
 export { evaluateRule, type DryRunInput, type DryRunResult } from "./evaluate.js";
@@ -43,10 +45,12 @@ export {
   type Rejected,
 } from "./engine.js";
 export { deadLetter } from "./checks.js";
-export { MemoryStateStore, SqliteStateStore, stateMigrations } from "./state/index.js";
+export { MemoryStateStore, PgStateStore, SqliteStateStore, stateMigrations, statePgMigrations } from "./state/index.js";
 export {
   SqliteDeadLetterStore,
+  PgDeadLetterStore,
   deadLetterMigrations,
+  deadLetterPgMigrations,
   DEAD_LETTER_REASONS,
   type DeadLetterReason,
   type DeadLetter,
@@ -56,6 +60,7 @@ export {
 export { resourceChecks, type ThingInfo, type ThingResolver } from "./things.js";
 export { createEngineService, engineMigrations, type EngineService } from "./service.js";
 export { KafkaObservationSource, type KafkaSourceOptions } from "./sources/kafka.js";
+export { chunkDecoder, engineFeed, type ChunkDecoder } from "./feed.js";
 export { HttpObservationSource, type HttpIngestResult } from "./sources/http.js";
 export { deviceIngest, MqttObservationSource, type DeviceIngestOptions, type DevicePublishes } from "./sources/mqtt.js";
 export { GroupCommit, type GroupCommitOptions } from "./sources/group-commit.js";

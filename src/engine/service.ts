@@ -8,14 +8,15 @@ import type { ObservationStore } from "../observations/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
 import type { Readiness, ReadinessCondition } from "../readiness/index.js";
 import type { Rule } from "../rule-model/index.js";
-import type { Db, Migration } from "../store/index.js";
+import type { Migration } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
-import { SqliteDeadLetterStore, deadLetterMigrations, type DeadLetterStore } from "./dead-letters/index.js";
-import { decodeMessages, decodeValue, decodeWireMessages, type Ingested, type WireDecoder } from "./decode.js";
+import { deadLetterMigrations, type DeadLetterStore } from "./dead-letters/index.js";
+import { decodeValue, type Ingested, type WireDecoder } from "./decode.js";
+import { chunkDecoder, engineFeed } from "./feed.js";
 import { RuleEngine, type BatchResult, type HandledBatch } from "./engine.js";
 import type { ObservationIngest } from "./ingest.js";
 import type { ObservationSource } from "./sources/source.js";
-import { SqliteStateStore, stateMigrations } from "./state/index.js";
+import { stateMigrations, type StateStore } from "./state/index.js";
 import { HttpObservationSource } from "./sources/http.js";
 import { KafkaObservationSource } from "./sources/kafka.js";
 import { resourceChecks, type ThingInfo } from "./things.js";
@@ -24,7 +25,10 @@ export const engineMigrations: Migration[] = [...stateMigrations, ...deadLetterM
 
 export interface EngineDeps {
   config: Config;
-  db: Db;
+  /** Where observations the decode or the engine refused are kept. */
+  deadLetters: DeadLetterStore;
+  /** The engine's thing and threshold state, checkpointed every `DMS_ENGINE_CHECKPOINT_MS`. */
+  state: StateStore;
   logger: Logger;
   metrics: Metrics;
   /** The Kafka consumer declares itself here: not ready until it has joined its group. */
@@ -57,8 +61,7 @@ export interface EngineService {
 
 /** The engine component: the loop, its state and dead letters, the Kafka source when `KAFKA_BROKERS` is set. */
 export function createEngineService(deps: EngineDeps): EngineService {
-  const { config, db, logger, bus, registry } = deps;
-  const deadLetters = new SqliteDeadLetterStore(db);
+  const { config, logger, bus, registry, deadLetters, state } = deps;
   let ruleCount = (): number => 0;
   const counters = engineMetrics(
     deps.metrics,
@@ -85,7 +88,6 @@ export function createEngineService(deps: EngineDeps): EngineService {
     };
   };
 
-  const state = new SqliteStateStore(db, { writerThread: config.DMS_ENGINE_STATE_THREAD });
   const engine = new RuleEngine({
     resolveThing,
     state,
@@ -102,7 +104,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
   });
   ruleCount = () => engine.ruleCount;
 
-  const wire = config.SCHEMA_REGISTRY_URL ? wireDecoder(config.SCHEMA_REGISTRY_URL) : undefined;
+  const decode = chunkDecoder(config.SCHEMA_REGISTRY_URL ? wireDecoder(config.SCHEMA_REGISTRY_URL) : undefined);
   const timed = async (batch: readonly Ingested[]): Promise<HandledBatch> => {
     const end = counters.batch.startTimer();
     try {
@@ -137,6 +139,8 @@ export function createEngineService(deps: EngineDeps): EngineService {
       brokers: brokers.split(","),
       topic,
       groupId: config.KAFKA_GROUP_ID,
+      sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
+      heartbeatIntervalMs: config.KAFKA_HEARTBEAT_INTERVAL_MS,
       logger,
       // Engines sharing this data directory hand things over through the state table.
       onRebalance: () => {
@@ -154,14 +158,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
       async () => {
         await ensureTopics(brokers, [topic], topicLayout(config), logger);
         setReady(false, "joining the consumer group");
-        // The source hands chunks over without waiting for the previous one to be stored: they reach
-        // the engine in the order handed over, the schema registry's asynchronous decode included.
-        let decodedInOrder: Promise<unknown> = Promise.resolve();
-        await source.start((batch) => {
-          const decoded = decodedInOrder.then(() => (wire ? decodeWireMessages(batch, wire) : decodeMessages(batch)));
-          decodedInOrder = decoded.catch(() => undefined);
-          return decoded.then(timed);
-        });
+        await source.start(engineFeed(decode, timed));
       },
       {
         logger,
@@ -216,7 +213,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
       await http.stop();
       // Every batch handed over is done: a last checkpoint, then a writer thread ends (a start after this makes another).
       await engine.close();
-      await state.close();
+      await state.close?.();
       kafkaReady?.waiting("stopped");
       for (const off of unsubscribe.splice(0)) off();
     },

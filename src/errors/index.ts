@@ -31,6 +31,8 @@ export const ERROR_STATUS = {
   PAYLOAD_TOO_LARGE: 413,
   HEADERS_TOO_LARGE: 431,
   INTERNAL_ERROR: 500,
+  /** Any operation but the probes and the API description, until the service is ready (`/readyz`). */
+  SERVICE_STARTING: 503,
 } as const;
 
 export type ErrorKey = keyof typeof ERROR_STATUS;

@@ -1,4 +1,5 @@
 export { SqliteEventStore } from "./sqlite-store.js";
+export { PgEventStore } from "./pg-store.js";
 export {
   CLASSIFICATIONS,
   type EventStore,
@@ -8,4 +9,4 @@ export {
   type EventQuery,
 } from "./store.js";
 export { kafkaPublisher, noPublisher, type EventPublisher } from "./kafka.js";
-export { eventsMigrations } from "./migrations.js";
+export { eventsMigrations, eventsPgMigrations } from "./migrations.js";

@@ -1,4 +1,4 @@
-import type { Db } from "../store/index.js";
+import { oldestRowsRemover, type Db } from "../store/index.js";
 import type { EventQuery, EventRecord, EventStore, NewEvent, Classification } from "./store.js";
 
 interface EventRow {
@@ -18,10 +18,18 @@ interface EventRow {
 
 /** Events in the process's SQLite database (`eventsMigrations`). */
 export class SqliteEventStore implements EventStore {
+  private readonly removeOldest;
+
   constructor(
     private readonly db: Db,
     private readonly clock: () => number,
-  ) {}
+  ) {
+    this.removeOldest = oldestRowsRemover(db, "events", "ts < ?", "ts");
+  }
+
+  deleteOlderThan(cutoff: number, limit: number): Promise<number> {
+    return this.removeOldest(cutoff, limit);
+  }
 
   async insert(e: NewEvent): Promise<{ event: EventRecord; created: boolean }> {
     const { changes } = this.db

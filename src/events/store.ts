@@ -60,4 +60,6 @@ export interface EventStore {
   acknowledge(id: string, userName: string): Promise<EventRecord | undefined>;
   /** One page of events, newest first, and the marker of the next page when there is one. */
   list(q: EventQuery): Promise<{ events: EventRecord[]; nextMarker?: string }>;
+  /** Deletes up to `limit` events that triggered before `cutoff` (epoch ms), oldest first; answers how many. */
+  deleteOlderThan(cutoff: number, limit: number): Promise<number>;
 }

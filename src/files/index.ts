@@ -1,8 +1,6 @@
 export {
   Files,
-  createFiles,
   MAX_UPLOAD_BYTES,
-  type FilesDeps,
   type FileEntry,
   type ListResponse,
   type FolderSelector,
@@ -10,6 +8,8 @@ export {
 } from "./service.js";
 export { LocalFileStore, type LocalFileStoreOptions } from "./local-store.js";
 export { SqliteFileMetadataStore } from "./sqlite-store.js";
+export { PgFileMetadataStore } from "./pg-store.js";
+export { PgFileStore, FILE_CHUNK_BYTES, type PgFileStoreOptions } from "./pg-file-store.js";
 export {
   PutError,
   type FileStore,
@@ -32,4 +32,5 @@ export {
   type Folder,
   type FileLocation,
 } from "./keys.js";
-export { filesMigrations } from "./migrations.js";
+export { filesMigrations, filesPgMigrations } from "./migrations.js";
+export { createFiles, type FilesDeps } from "./create.js";

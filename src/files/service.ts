@@ -1,6 +1,3 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { ApiError, invalid, notFound } from "../errors/index.js";
 import {
   ROOT_DOMAIN,
@@ -11,11 +8,8 @@ import {
   type Privilege,
 } from "../auth/index.js";
 import type { UrlSigner } from "../signing/index.js";
-import type { Db } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
 import { checkFileName, keyOf, transferPath, type Folder } from "./keys.js";
-import { LocalFileStore } from "./local-store.js";
-import { SqliteFileMetadataStore } from "./sqlite-store.js";
 import type { FileStore, FileVersion, ListQuery } from "./store.js";
 
 /** The folder selector of a request: exactly one of these is given. */
@@ -241,25 +235,6 @@ export class Files {
     }
     return entry;
   }
-}
-
-export interface FilesDeps {
-  db: Db;
-  /** The objects live in `<dataDir>/files`; an in-memory database's in a throw-away directory. */
-  dataDir: string;
-  clock: () => number;
-  /** Signs the `/storage/files/...` URLs. */
-  signer: UrlSigner;
-  /** The things and thing types that own folders. */
-  registry: ThingRegistry;
-  identity: Pick<Identity, "domains">;
-}
-
-/** Files on local disk with their metadata in SQLite; an object store or another database is one more class each. */
-export function createFiles({ db, dataDir, clock, signer, registry, identity }: FilesDeps): Files {
-  const dir = dataDir === ":memory:" ? mkdtempSync(join(tmpdir(), "dms-files-")) : join(dataDir, "files");
-  const store = new LocalFileStore({ metadata: new SqliteFileMetadataStore(db), dir, clock });
-  return new Files(store, signer, registry, identity);
 }
 
 // The token is opaque to callers; it is standard base64 (S3 style, so it holds '+', '/' and '=').

@@ -1,5 +1,6 @@
 import type { Db } from "../store/index.js";
 import { parseKey, type FileLocation } from "./keys.js";
+import { listingKeyRange } from "./listing.js";
 import type { FileMetadataStore, FileVersion, ListQuery, NewFileVersion } from "./store.js";
 
 interface VersionRow {
@@ -16,8 +17,6 @@ interface VersionRow {
 
 const COLUMNS =
   "v.seq, v.key, v.version_id, v.size, v.md5, v.content_type, v.content_encoding, v.content_disposition, v.last_modified";
-// The highest code point: every key with the prefix sorts below prefix + this in SQLite's byte order.
-const TOP = "\u{10FFFF}";
 
 /** The metadata of file versions in the process's SQLite database (`filesMigrations`). */
 export class SqliteFileMetadataStore implements FileMetadataStore {
@@ -68,17 +67,10 @@ export class SqliteFileMetadataStore implements FileMetadataStore {
     });
     // One folder of one owner: a key range, so the primary key index does the work.
     let range = "";
-    const only = query.folders.length === 1 ? query.folders[0]! : undefined;
-    if (
-      only &&
-      (only.folder === "public" || only.folder === "root" || (only.owners !== "*" && only.owners.length === 1))
-    ) {
-      const owner = only.owners === "*" ? "" : only.owners[0]!;
-      const prefix =
-        (only.folder === "public" || only.folder === "root" ? `${only.folder}/` : `${only.folder}/${owner}/`) +
-        query.namePrefix;
-      params.lo = prefix;
-      params.hi = prefix + TOP;
+    const keys = listingKeyRange(query);
+    if (keys) {
+      params.lo = keys.lo;
+      params.hi = keys.hi;
       range = "AND o.key >= @lo AND o.key < @hi";
     }
     const rows = this.db

@@ -20,12 +20,12 @@ export class ContinuousJobs {
   async startFor(jobId: string, thingName: string, now: number): Promise<void> {
     const latest = await this.store.execution(jobId, thingName);
     if (!latest) await this.store.queue(jobId, thingName, 1, now);
-    else if (latest.status === "REMOVED") await this.store.queue(jobId, thingName, latest.execution_number + 1, now);
+    else if (latest.status === "REMOVED") await this.store.queue(jobId, thingName, latest.executionNumber + 1, now);
   }
 
   async thingAdded(groupId: string, thingName: string, now: number): Promise<void> {
     for (const job of await this.store.continuousJobsOf(groupId)) {
-      await this.startFor(job.job_id, thingName, now);
+      await this.startFor(job.jobId, thingName, now);
       await this.rollout.release(job, now);
     }
   }
@@ -38,9 +38,9 @@ export class ContinuousJobs {
   async thingRemoved(groupId: string, thingName: string, now: number): Promise<void> {
     const stillIn = new Set(this.registry.groupsOf(thingName));
     for (const job of await this.store.continuousJobsOf(groupId)) {
-      const direct = (JSON.parse(job.target_things) as string[]).includes(thingName);
-      if (direct || (await this.store.groupIds(job.job_id)).some((g) => stillIn.has(g))) continue;
-      const latest = await this.store.execution(job.job_id, thingName);
+      const direct = job.targetThings.includes(thingName);
+      if (direct || (await this.store.groupIds(job.jobId)).some((g) => stillIn.has(g))) continue;
+      const latest = await this.store.execution(job.jobId, thingName);
       if (latest?.status !== "QUEUED") continue;
       await this.store.markRemoved(latest, now);
       if (latest.released) this.touch(thingName);

@@ -1,6 +1,6 @@
 import { LRUCache } from "lru-cache";
 import type { ThingJobs } from "./jobs.js";
-import type { ExecutionRow } from "./store.js";
+import type { StoredExecution } from "./store.js";
 import { DEVICE_STATUSES, TERMINAL, type DeviceStatus } from "./types.js";
 
 /** An MQTT message to publish: `topic` is complete, `payload` is JSON-serialised by the bridge. */
@@ -91,7 +91,7 @@ export class DeviceJobs {
     const now = this.jobs.now();
     const pending = await this.jobs.pending(thingName);
     const out: DeviceMessage[] = [];
-    const listKey = pending.map((r) => `${r.job_id}:${r.execution_number}:${r.status}`).join(",");
+    const listKey = pending.map((r) => `${r.jobId}:${r.executionNumber}:${r.status}`).join(",");
     if (this.lastNotify.get(thingName) !== listKey) {
       this.lastNotify.set(thingName, listKey);
       const jobs: Record<string, unknown[]> = {};
@@ -99,7 +99,7 @@ export class DeviceJobs {
       out.push({ topic: `things/${thingName}/jobs/notify`, payload: { timestamp: now, jobs } });
     }
     const next = pending[0];
-    const nextKey = next ? `${next.job_id}:${next.execution_number}:${next.status}` : "";
+    const nextKey = next ? `${next.jobId}:${next.executionNumber}:${next.status}` : "";
     if (this.lastNext.get(thingName) !== nextKey) {
       this.lastNext.set(thingName, nextKey);
       const payload: Record<string, unknown> = { timestamp: now };
@@ -175,8 +175,8 @@ export class DeviceJobs {
     if (TERMINAL.has(row.status)) {
       throw new DeviceError("TerminalStateReached", `The execution is already ${row.status}`, state(row));
     }
-    if (expectedVersion !== undefined && expectedVersion !== row.version_number) {
-      throw new DeviceError("VersionMismatch", `The execution is at version ${row.version_number}`, state(row));
+    if (expectedVersion !== undefined && expectedVersion !== row.versionNumber) {
+      throw new DeviceError("VersionMismatch", `The execution is at version ${row.versionNumber}`, state(row));
     }
     const updated = await this.jobs.mutate(() =>
       this.jobs.transition(row, status, now, { statusDetails, stepTimeoutInMinutes, byDevice: true }),
@@ -192,13 +192,13 @@ export class DeviceJobs {
     jobId: string,
     thingName: string,
     req: Record<string, unknown>,
-  ): Promise<ExecutionRow | undefined> {
+  ): Promise<StoredExecution | undefined> {
     const number = optionalInt(req.executionNumber, "executionNumber");
     const row = await this.jobs.executionRow(jobId, thingName, number);
     return row?.released ? row : undefined;
   }
 
-  private async execution(row: ExecutionRow, withDocument: boolean): Promise<Record<string, unknown>> {
+  private async execution(row: StoredExecution, withDocument: boolean): Promise<Record<string, unknown>> {
     const e = this.jobs.toExecution(row);
     const out: Record<string, unknown> = {
       jobId: e.jobId,
@@ -209,7 +209,7 @@ export class DeviceJobs {
       versionNumber: e.versionNumber,
       executionNumber: e.executionNumber,
     };
-    if (withDocument) out.jobDocument = await this.document(row.job_id);
+    if (withDocument) out.jobDocument = await this.document(row.jobId);
     if (e.statusDetails) out.statusDetails = e.statusDetails;
     if (e.startedAt !== undefined) out.startedAt = e.startedAt;
     if (e.approximateSecondsBeforeTimedOut !== undefined) {
@@ -219,7 +219,7 @@ export class DeviceJobs {
   }
 
   private async document(jobId: string): Promise<unknown> {
-    const documentId = (await this.jobs.jobRow(jobId))?.document_id;
+    const documentId = (await this.jobs.jobRow(jobId))?.documentId;
     if (!documentId) return {};
     let cached = this.docs.get(documentId);
     if (!cached) {
@@ -248,21 +248,21 @@ function withToken(body: Record<string, unknown>, clientToken: string | undefine
   return clientToken === undefined ? body : { ...body, clientToken };
 }
 
-function summary(r: ExecutionRow): Record<string, unknown> {
+function summary(r: StoredExecution): Record<string, unknown> {
   const s: Record<string, unknown> = {
-    jobId: r.job_id,
-    queuedAt: r.queued_at,
-    lastUpdatedAt: r.last_updated_at,
-    versionNumber: r.version_number,
-    executionNumber: String(r.execution_number),
+    jobId: r.jobId,
+    queuedAt: r.queuedAt,
+    lastUpdatedAt: r.lastUpdatedAt,
+    versionNumber: r.versionNumber,
+    executionNumber: String(r.executionNumber),
   };
-  if (r.started_at !== null) s.startedAt = r.started_at;
+  if (r.startedAt !== null) s.startedAt = r.startedAt;
   return s;
 }
 
-function state(r: ExecutionRow): Record<string, unknown> {
-  const s: Record<string, unknown> = { status: r.status, versionNumber: r.version_number };
-  if (r.status_details !== null) s.statusDetails = JSON.parse(r.status_details) as unknown;
+function state(r: StoredExecution): Record<string, unknown> {
+  const s: Record<string, unknown> = { status: r.status, versionNumber: r.versionNumber };
+  if (r.statusDetails !== null) s.statusDetails = r.statusDetails;
   return s;
 }
 

@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { ApiError, notFound } from "../errors/index.js";
-import { isoNow } from "../store/index.js";
 import { SIGNED_URL_SECONDS, type UrlSigner } from "../signing/index.js";
-import type { JobDocumentRow, JobStore } from "./store.js";
+import type { StoredJobDocument, JobStore } from "./store.js";
 
 /** A job document may be at most this large (the interface leaves the size open). */
 export const MAX_DOCUMENT_BYTES = 32 * 1024;
@@ -37,16 +36,16 @@ export class JobDocuments {
     const expiresAt = this.clock() + SIGNED_URL_SECONDS * 1000;
     const url = this.signer.sign({ method: "PUT", path, expiresAt });
     await this.store.insertDocument({
-      document_id: documentId,
-      document_name: documentName,
+      documentId,
+      documentName,
       domain,
-      created_at: isoNow(this.clock()),
-      upload_expires_at: expiresAt,
+      createdAt: this.clock(),
+      uploadExpiresAt: expiresAt,
     });
     return { documentName, documentId, signedUrl: url };
   }
 
-  document(documentId: string): Promise<JobDocumentRow | undefined> {
+  document(documentId: string): Promise<StoredJobDocument | undefined> {
     return this.store.document(documentId);
   }
 
@@ -73,7 +72,7 @@ export class JobDocuments {
     } catch {
       throw new ApiError("INVALID_ARGUMENTS", "The job document must be JSON", "document");
     }
-    const done = await this.store.uploadDocument(req.documentId, text, isoNow(this.clock()));
+    const done = await this.store.uploadDocument(req.documentId, text, this.clock());
     if (!done) throw new ApiError("FORBIDDEN", "Signed URL refused: already used");
   }
 }

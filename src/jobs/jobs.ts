@@ -7,10 +7,9 @@ import type { ThingRegistry } from "../things/index.js";
 import { ContinuousJobs } from "./continuous.js";
 import type { JobDocuments } from "./documents.js";
 import { MINUTE, Rollout } from "./rollout.js";
-import type { ExecutionRow, JobRow, JobStore } from "./store.js";
+import type { StoredExecution, StoredJob, JobStore } from "./store.js";
 import {
   TERMINAL,
-  type AbortConfig,
   type ExecutionStatus,
   type JobExecution,
   type JobExecutionSummaryItem,
@@ -159,7 +158,7 @@ export class ThingJobs {
       throw notFound("FILE_NOT_FOUND", `Job document ${input.jobDocumentId}`, "jobDocumentId");
     }
     if (doc.domain !== input.domain) {
-      throw invalid("domain", `the job document ${doc.document_id} belongs to domain ${doc.domain}`);
+      throw invalid("domain", `the job document ${doc.documentId} belongs to domain ${doc.domain}`);
     }
     for (const name of things) {
       const thing = this.registry.thing(name);
@@ -180,12 +179,12 @@ export class ThingJobs {
         domain: input.domain,
         description: input.description,
         targetSelection: input.targetSelection,
-        documentId: doc.document_id,
+        documentId: doc.documentId,
         targetThings: things,
-        createdAt: isoNow(now),
+        createdAt: now,
         maximumPerMinute: input.maximumPerMinute ?? null,
         inProgressTimeoutMinutes: input.timeoutConfig?.inProgressTimeoutInMinutes ?? null,
-        abortConfig: input.abortConfig ? JSON.stringify(input.abortConfig) : null,
+        abortConfig: input.abortConfig ?? null,
       });
       await this.store.addGroups(jobId, groups, 0);
       const members = new Set(things);
@@ -197,11 +196,11 @@ export class ThingJobs {
     return this.describe(jobId);
   }
 
-  jobRow(jobId: string): Promise<JobRow | undefined> {
+  jobRow(jobId: string): Promise<StoredJob | undefined> {
     return this.store.job(jobId);
   }
 
-  async requireJob(jobId: string): Promise<JobRow> {
+  async requireJob(jobId: string): Promise<StoredJob> {
     const row = await this.jobRow(jobId);
     if (!row) throw notFound("THING_JOB_NOT_FOUND", `Thing job ${jobId}`, "jobId");
     return row;
@@ -211,25 +210,25 @@ export class ThingJobs {
     const row = await this.requireJob(jobId);
     const targets = await this.targetsOf(row);
     const job: ThingJob = {
-      jobId: row.job_id,
+      jobId: row.jobId,
       domain: row.domain,
       description: row.description,
       status: row.status,
-      targetSelection: row.target_selection,
-      createdAt: row.created_at,
-      lastUpdatedAt: row.last_updated_at,
+      targetSelection: row.targetSelection,
+      createdAt: isoNow(row.createdAt),
+      lastUpdatedAt: isoNow(row.lastUpdatedAt),
       targets,
       jobProcessDetails: await this.processDetails(row, targets),
-      jobDocumentId: row.document_id,
+      jobDocumentId: row.documentId,
     };
     if (row.comment !== null) job.comment = row.comment;
-    if (row.completed_at) job.completedAt = row.completed_at;
-    if (row.canceled_at) job.canceledAt = row.canceled_at;
-    if (row.maximum_per_minute !== null) job.maximumPerMinute = row.maximum_per_minute;
-    if (row.in_progress_timeout_minutes !== null) {
-      job.timeoutConfig = { inProgressTimeoutInMinutes: row.in_progress_timeout_minutes };
+    if (row.completedAt !== null) job.completedAt = isoNow(row.completedAt);
+    if (row.canceledAt !== null) job.canceledAt = isoNow(row.canceledAt);
+    if (row.maximumPerMinute !== null) job.maximumPerMinute = row.maximumPerMinute;
+    if (row.inProgressTimeoutMinutes !== null) {
+      job.timeoutConfig = { inProgressTimeoutInMinutes: row.inProgressTimeoutMinutes };
     }
-    if (row.abort_config) job.abortConfig = JSON.parse(row.abort_config) as AbortConfig;
+    if (row.abortConfig) job.abortConfig = row.abortConfig;
     return job;
   }
 
@@ -250,13 +249,13 @@ export class ThingJobs {
       .filter((r) => domains.has(r.domain))
       .map((r) => {
         const item: ThingJobListItem = {
-          jobId: r.job_id,
+          jobId: r.jobId,
           status: r.status,
-          targetSelection: r.target_selection,
-          lastUpdatedAt: r.last_updated_at,
+          targetSelection: r.targetSelection,
+          lastUpdatedAt: isoNow(r.lastUpdatedAt),
         };
-        if (r.completed_at) item.completedAt = r.completed_at;
-        if (r.canceled_at) item.canceledAt = r.canceled_at;
+        if (r.completedAt !== null) item.completedAt = isoNow(r.completedAt);
+        if (r.canceledAt !== null) item.canceledAt = isoNow(r.canceledAt);
         return item;
       });
   }
@@ -277,7 +276,7 @@ export class ThingJobs {
     canReadGroup: (d: string) => boolean,
   ): Promise<void> {
     const row = await this.requireJob(jobId);
-    if (row.target_selection !== "CONTINUOUS") {
+    if (row.targetSelection !== "CONTINUOUS") {
       throw invalid("jobId", "targets can be associated with CONTINUOUS jobs only");
     }
     if (row.status !== "IN_PROGRESS") throw invalid("jobId", `the job is ${row.status}`);
@@ -298,7 +297,7 @@ export class ThingJobs {
     await this.mutate(async () => {
       await this.store.addGroups(jobId, fresh, known.size);
       for (const g of fresh) for (const t of g.things) await this.continuous.startFor(jobId, t, now);
-      await this.store.touchJob(jobId, comment ?? null, isoNow(now));
+      await this.store.touchJob(jobId, comment ?? null, now);
       await this.rollout.release((await this.jobRow(jobId))!, now);
     });
   }
@@ -320,7 +319,7 @@ export class ThingJobs {
 
   async documentOf(jobId: string): Promise<unknown> {
     const row = await this.requireJob(jobId);
-    const doc = await this.documents.document(row.document_id);
+    const doc = await this.documents.document(row.documentId);
     return doc?.content ? JSON.parse(doc.content) : {};
   }
 
@@ -331,17 +330,17 @@ export class ThingJobs {
     return (await this.store.executions(jobId, status ?? null)).map((r) => {
       const summary: JobExecutionSummaryItem["jobExecutionSummary"] = {
         status: r.status,
-        queuedAt: r.queued_at,
-        lastUpdatedAt: r.last_updated_at,
-        executionNumber: String(r.execution_number),
+        queuedAt: r.queuedAt,
+        lastUpdatedAt: r.lastUpdatedAt,
+        executionNumber: String(r.executionNumber),
       };
-      if (r.started_at !== null) summary.startedAt = r.started_at;
-      return { jobId: r.job_id, thingName: r.thing_name, jobExecutionSummary: summary };
+      if (r.startedAt !== null) summary.startedAt = r.startedAt;
+      return { jobId: r.jobId, thingName: r.thingName, jobExecutionSummary: summary };
     });
   }
 
   /** The execution with `executionNumber`, or the thing's latest one. */
-  executionRow(jobId: string, thingName: string, executionNumber?: number): Promise<ExecutionRow | undefined> {
+  executionRow(jobId: string, thingName: string, executionNumber?: number): Promise<StoredExecution | undefined> {
     return this.store.execution(jobId, thingName, executionNumber);
   }
 
@@ -352,21 +351,21 @@ export class ThingJobs {
     return this.toExecution(row);
   }
 
-  toExecution(row: ExecutionRow): JobExecution {
+  toExecution(row: StoredExecution): JobExecution {
     const execution: JobExecution = {
-      jobId: row.job_id,
-      thingName: row.thing_name,
+      jobId: row.jobId,
+      thingName: row.thingName,
       status: row.status,
-      queuedAt: row.queued_at,
-      lastUpdatedAt: row.last_updated_at,
-      executionNumber: String(row.execution_number),
-      versionNumber: row.version_number,
-      forceCanceled: row.force_canceled === 1,
+      queuedAt: row.queuedAt,
+      lastUpdatedAt: row.lastUpdatedAt,
+      executionNumber: String(row.executionNumber),
+      versionNumber: row.versionNumber,
+      forceCanceled: row.forceCanceled,
     };
-    if (row.started_at !== null) execution.startedAt = row.started_at;
-    if (row.status_details !== null) execution.statusDetails = JSON.parse(row.status_details) as Record<string, string>;
-    if (row.status === "IN_PROGRESS" && row.timeout_at !== null) {
-      execution.approximateSecondsBeforeTimedOut = Math.max(0, Math.ceil((row.timeout_at - this.clock()) / 1000));
+    if (row.startedAt !== null) execution.startedAt = row.startedAt;
+    if (row.statusDetails !== null) execution.statusDetails = row.statusDetails;
+    if (row.status === "IN_PROGRESS" && row.timeoutAt !== null) {
+      execution.approximateSecondsBeforeTimedOut = Math.max(0, Math.ceil((row.timeoutAt - this.clock()) / 1000));
     }
     return execution;
   }
@@ -380,10 +379,10 @@ export class ThingJobs {
     await this.requireJob(jobId);
     const row = await this.executionRow(jobId, thingName);
     if (!row) throw executionNotFound(jobId, thingName);
-    if (expectedVersion !== undefined && expectedVersion !== row.version_number) {
+    if (expectedVersion !== undefined && expectedVersion !== row.versionNumber) {
       throw new ApiError(
         "INVALID_ACTION",
-        `Version mismatch: the execution is at version ${row.version_number}`,
+        `Version mismatch: the execution is at version ${row.versionNumber}`,
         "expectedVersion",
         409,
       );
@@ -420,7 +419,7 @@ export class ThingJobs {
 
   /** Moves an execution inside a `mutate`; the caller has checked that the transition is allowed. */
   async transition(
-    row: ExecutionRow,
+    row: StoredExecution,
     status: ExecutionStatus,
     now: number,
     change: {
@@ -428,39 +427,39 @@ export class ThingJobs {
       stepTimeoutInMinutes?: number | undefined;
       byDevice: boolean;
     },
-  ): Promise<ExecutionRow> {
-    let startedAt = row.started_at;
-    let inProgressDeadline = row.in_progress_deadline;
-    let stepDeadline = row.step_deadline;
+  ): Promise<StoredExecution> {
+    let startedAt = row.startedAt;
+    let inProgressDeadline = row.inProgressDeadline;
+    let stepDeadline = row.stepDeadline;
     if (status === "IN_PROGRESS" && row.status === "QUEUED") {
       startedAt = now;
-      const minutes = (await this.jobRow(row.job_id))?.in_progress_timeout_minutes;
+      const minutes = (await this.jobRow(row.jobId))?.inProgressTimeoutMinutes;
       inProgressDeadline = minutes ? now + minutes * MINUTE : null;
     }
     if (change.stepTimeoutInMinutes !== undefined) stepDeadline = now + change.stepTimeoutInMinutes * MINUTE;
     const timeoutAt = status === "IN_PROGRESS" ? minOf(inProgressDeadline, stepDeadline) : null;
-    const details = change.statusDetails ? JSON.stringify(change.statusDetails) : row.status_details;
-    const version = row.version_number + (change.byDevice ? 1 : 0);
+    const details = change.statusDetails ?? row.statusDetails;
+    const version = row.versionNumber + (change.byDevice ? 1 : 0);
     await this.store.updateExecution(row, {
       status,
-      started_at: startedAt,
-      last_updated_at: now,
-      version_number: version,
-      status_details: details,
-      in_progress_deadline: inProgressDeadline,
-      step_deadline: stepDeadline,
-      timeout_at: timeoutAt,
+      startedAt,
+      lastUpdatedAt: now,
+      versionNumber: version,
+      statusDetails: details,
+      inProgressDeadline,
+      stepDeadline: stepDeadline,
+      timeoutAt: timeoutAt,
     });
-    if (status !== row.status) this.touched.add(row.thing_name);
+    if (status !== row.status) this.touched.add(row.thingName);
     if (TERMINAL.has(status)) {
-      await this.rollout.checkAbort(row.job_id, now);
-      await this.rollout.maybeComplete(row.job_id, now);
+      await this.rollout.checkAbort(row.jobId, now);
+      await this.rollout.maybeComplete(row.jobId, now);
     }
-    return (await this.executionRow(row.job_id, row.thing_name, row.execution_number))!;
+    return (await this.executionRow(row.jobId, row.thingName, row.executionNumber))!;
   }
 
   /** Released executions a device may act on, running ones first, then by queue time. */
-  pending(thingName: string): Promise<ExecutionRow[]> {
+  pending(thingName: string): Promise<StoredExecution[]> {
     return this.store.pending(thingName);
   }
 
@@ -487,8 +486,8 @@ export class ThingJobs {
 
   // ---- internals ----
 
-  private async processDetails(row: JobRow, targets: Targets): Promise<JobProcessDetails> {
-    const c = await this.store.statusCounts(row.job_id);
+  private async processDetails(row: StoredJob, targets: Targets): Promise<JobProcessDetails> {
+    const c = await this.store.statusCounts(row.jobId);
     const n = (s: ExecutionStatus): number => c.get(s) ?? 0;
     return {
       numberOfCanceledThings: n("CANCELED"),
@@ -504,8 +503,8 @@ export class ThingJobs {
     };
   }
 
-  private async targetsOf(row: JobRow): Promise<Targets> {
-    return { groups: await this.store.groupNames(row.job_id), things: JSON.parse(row.target_things) as string[] };
+  private async targetsOf(row: StoredJob): Promise<Targets> {
+    return { groups: await this.store.groupNames(row.jobId), things: row.targetThings };
   }
 }
 

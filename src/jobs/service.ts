@@ -1,14 +1,9 @@
 import { authorize, requireReadWrite, type Identity, type Principal } from "../auth/index.js";
 import { ApiError, notAuthorized, notFound } from "../errors/index.js";
 import type { ThingRegistry } from "../things/index.js";
-import type { EventBus } from "../bus/index.js";
-import type { Logger } from "../observability/index.js";
-import type { UrlSigner } from "../signing/index.js";
-import type { Db } from "../store/index.js";
-import { JobDocuments, type UploadRequest, type UploadTicket } from "./documents.js";
-import { ThingJobs } from "./jobs.js";
-import type { JobRow } from "./store.js";
-import { SqliteJobStore } from "./sqlite-store.js";
+import type { UploadRequest, UploadTicket } from "./documents.js";
+import type { ThingJobs } from "./jobs.js";
+import type { StoredJob } from "./store.js";
 import type {
   ExecutionStatus,
   JobExecution,
@@ -77,12 +72,12 @@ export class JobsService {
 
   async cancel(p: Principal, jobId: string, comment: string | undefined): Promise<JobRef> {
     const job = await this.job(p, jobId, "UPDATE");
-    await this.jobs.cancel(job.job_id, comment);
-    return { jobId: job.job_id, description: job.description };
+    await this.jobs.cancel(job.jobId, comment);
+    return { jobId: job.jobId, description: job.description };
   }
 
   async describe(p: Principal, jobId: string): Promise<ThingJob> {
-    return this.jobs.describe((await this.job(p, jobId, "READ")).job_id);
+    return this.jobs.describe((await this.job(p, jobId, "READ")).jobId);
   }
 
   /** The jobs of every domain where the caller holds `ThingJobs.READ`, newest first. */
@@ -116,14 +111,14 @@ export class JobsService {
     jobId: string,
     status: ExecutionStatus | undefined,
   ): Promise<JobExecutionSummaryItem[]> {
-    return this.jobs.executions((await this.job(p, jobId, "READ")).job_id, status);
+    return this.jobs.executions((await this.job(p, jobId, "READ")).jobId, status);
   }
 
   /** ASSOCIATE_TARGETS_WITH_JOB: thing groups the caller may read join a CONTINUOUS job. */
   async associate(p: Principal, jobId: string, groups: string[], comment: string | undefined): Promise<JobRef> {
     const job = await this.job(p, jobId, "UPDATE");
-    await this.jobs.associate(job.job_id, groups, comment, (d) => p.can("ThingGroups.READ", d));
-    return { jobId: job.job_id, description: job.description };
+    await this.jobs.associate(job.jobId, groups, comment, (d) => p.can("ThingGroups.READ", d));
+    return { jobId: job.jobId, description: job.description };
   }
 
   async execution(
@@ -132,7 +127,7 @@ export class JobsService {
     thingName: string,
     executionNumber: number | undefined,
   ): Promise<JobExecution> {
-    return this.jobs.execution((await this.job(p, jobId, "READ")).job_id, thingName, executionNumber);
+    return this.jobs.execution((await this.job(p, jobId, "READ")).jobId, thingName, executionNumber);
   }
 
   async cancelExecution(
@@ -142,7 +137,7 @@ export class JobsService {
     force: boolean,
     expectedVersion: number | undefined,
   ): Promise<void> {
-    await this.jobs.cancelExecution((await this.job(p, jobId, "UPDATE")).job_id, thingName, force, expectedVersion);
+    await this.jobs.cancelExecution((await this.job(p, jobId, "UPDATE")).jobId, thingName, force, expectedVersion);
   }
 
   async deleteExecution(
@@ -152,49 +147,23 @@ export class JobsService {
     executionNumber: number,
     force: boolean,
   ): Promise<void> {
-    await this.jobs.deleteExecution((await this.job(p, jobId, "DELETE")).job_id, thingName, executionNumber, force);
+    await this.jobs.deleteExecution((await this.job(p, jobId, "DELETE")).jobId, thingName, executionNumber, force);
   }
 
   async delete(p: Principal, jobId: string, force: boolean): Promise<void> {
-    await this.jobs.delete((await this.job(p, jobId, "DELETE")).job_id, force);
+    await this.jobs.delete((await this.job(p, jobId, "DELETE")).jobId, force);
   }
 
   /** GET_JOB_DOCUMENT of a job the caller may read. */
   async document(p: Principal, jobId: string): Promise<unknown> {
-    return this.jobs.documentOf((await this.job(p, jobId, "READ")).job_id);
+    return this.jobs.documentOf((await this.job(p, jobId, "READ")).jobId);
   }
 
   /** The job, after the caller's privilege on its domain (the domain of its job document). */
-  private async job(p: Principal, jobId: string, privilege: "READ" | "UPDATE" | "DELETE"): Promise<JobRow> {
+  private async job(p: Principal, jobId: string, privilege: "READ" | "UPDATE" | "DELETE"): Promise<StoredJob> {
     const job = await this.jobs.requireJob(jobId);
     if (privilege !== "READ") requireReadWrite(p);
     authorize(p, `ThingJobs.${privilege}`, job.domain);
     return job;
   }
-}
-
-export interface JobsDeps {
-  db: Db;
-  bus: EventBus;
-  registry: ThingRegistry;
-  identity: Pick<Identity, "domain" | "domains">;
-  /** Signs the job documents' upload URLs. */
-  signer: UrlSigner;
-  clock: () => number;
-  logger: Logger;
-}
-
-/** The jobs capability: the jobs with their documents (the device side and the scheduler use them) and the operations. */
-export interface Jobs {
-  jobs: ThingJobs;
-  service: JobsService;
-}
-
-export function createJobs({ db, bus, registry, identity, signer, clock, logger }: JobsDeps): Jobs {
-  const store = new SqliteJobStore(db);
-  const documents = new JobDocuments(store, signer, clock);
-  const jobs = new ThingJobs({ store, registry, bus, documents, clock, logger });
-  // On the bus, so that the MQTT bridge hears of jobs changed by the REST or scheduler process.
-  jobs.onPendingChanged((things) => bus.emit("jobs.pending", { things: [...things] }));
-  return { jobs, service: new JobsService({ jobs, identity, registry }) };
 }

@@ -1,81 +1,101 @@
-import type { ExecutionStatus, JobStatus, TargetSelection } from "./types.js";
+import type { AbortConfig, ExecutionStatus, JobStatus, TargetSelection } from "./types.js";
 
-export interface JobRow {
-  job_id: string;
+/** A thing job as the stores keep it; times are epoch ms. */
+export interface StoredJob {
+  jobId: string;
   domain: string;
   description: string;
   comment: string | null;
   status: JobStatus;
-  target_selection: TargetSelection;
-  document_id: string;
-  target_things: string;
-  created_at: string;
-  last_updated_at: string;
-  completed_at: string | null;
-  canceled_at: string | null;
-  maximum_per_minute: number | null;
-  in_progress_timeout_minutes: number | null;
-  abort_config: string | null;
-  rollout_window_start: number;
-  rollout_window_count: number;
-  rollout_next_at: number | null;
-}
-
-export interface ExecutionRow {
-  job_id: string;
-  thing_name: string;
-  execution_number: number;
-  status: ExecutionStatus;
-  released: number;
-  queued_at: number;
-  started_at: number | null;
-  last_updated_at: number;
-  version_number: number;
-  status_details: string | null;
-  force_canceled: number;
-  in_progress_deadline: number | null;
-  step_deadline: number | null;
-  timeout_at: number | null;
-}
-
-/** A job as `insertJob` takes it: its columns at creation. */
-export interface NewJobRow {
-  jobId: string;
-  domain: string;
-  description: string;
   targetSelection: TargetSelection;
   documentId: string;
-  /** The things targeted by name (JSON array). */
+  /** The things targeted by name. */
   targetThings: string[];
-  /** ISO time of creation. */
-  createdAt: string;
+  createdAt: number;
+  lastUpdatedAt: number;
+  completedAt: number | null;
+  canceledAt: number | null;
   maximumPerMinute: number | null;
   inProgressTimeoutMinutes: number | null;
-  abortConfig: string | null;
+  abortConfig: AbortConfig | null;
+  /** The rollout's current one-minute window: when it began and how many executions it released. */
+  rolloutWindowStart: number;
+  rolloutWindowCount: number;
+  /** When the rollout releases more; null: nothing waits for a window. */
+  rolloutNextAt: number | null;
 }
+
+/** An execution of a job on one thing; times are epoch ms. */
+export interface StoredExecution {
+  jobId: string;
+  thingName: string;
+  executionNumber: number;
+  status: ExecutionStatus;
+  /** False while the rollout has not reached it: QUEUED but not yet offered to the device. */
+  released: boolean;
+  queuedAt: number;
+  startedAt: number | null;
+  lastUpdatedAt: number;
+  versionNumber: number;
+  statusDetails: Record<string, string> | null;
+  forceCanceled: boolean;
+  inProgressDeadline: number | null;
+  stepDeadline: number | null;
+  /** The earlier of the deadlines while IN_PROGRESS. */
+  timeoutAt: number | null;
+}
+
+/** A job as `insertJob` takes it: its fields at creation. */
+export type NewStoredJob = Pick<
+  StoredJob,
+  | "jobId"
+  | "domain"
+  | "description"
+  | "targetSelection"
+  | "documentId"
+  | "targetThings"
+  | "createdAt"
+  | "maximumPerMinute"
+  | "inProgressTimeoutMinutes"
+  | "abortConfig"
+>;
 
 /** The moving parts of an execution that `updateExecution` writes. */
 export type ExecutionChange = Pick<
-  ExecutionRow,
+  StoredExecution,
   | "status"
-  | "started_at"
-  | "last_updated_at"
-  | "version_number"
-  | "status_details"
-  | "in_progress_deadline"
-  | "step_deadline"
-  | "timeout_at"
+  | "startedAt"
+  | "lastUpdatedAt"
+  | "versionNumber"
+  | "statusDetails"
+  | "inProgressDeadline"
+  | "stepDeadline"
+  | "timeoutAt"
 >;
 
-/** A job document as stored: `content` is null until its one signed PUT. */
-export interface JobDocumentRow {
-  document_id: string;
-  document_name: string;
+/** An execution's primary key: job, thing, execution number. */
+export function executionKey(row: StoredExecution): [string, string, number] {
+  return [row.jobId, row.thingName, row.executionNumber];
+}
+
+/** A job document; `content` (the JSON text as uploaded) is null until its one signed PUT. Times are epoch ms. */
+export interface StoredJobDocument {
+  documentId: string;
+  documentName: string;
   domain: string;
   content: string | null;
-  created_at: string;
-  upload_expires_at: number;
-  uploaded_at: string | null;
+  createdAt: number;
+  uploadExpiresAt: number;
+  uploadedAt: number | null;
+}
+
+/** A document as `insertDocument` takes it, before its upload. */
+export type NewJobDocument = Omit<StoredJobDocument, "content" | "uploadedAt">;
+
+/** Which executions a change reached: the things whose devices hear of it if they were released. */
+export interface ReachedExecution {
+  thingName: string;
+  released: boolean;
 }
 
 /**
@@ -90,63 +110,59 @@ export interface JobDocumentRow {
  * own so that no other chain's statement runs inside it; its methods answer at
  * once, so the transaction is open for no more than the callback's own work. A PostgreSQL
  * store checks one client out of its pool for the callback and finds it again
- * in its methods through AsyncLocalStorage, so callers never pass a handle.
+ * in its methods through AsyncLocalStorage, so callers never pass a handle and a
+ * statement of another request, outside the callback, never runs inside it; the
+ * job transactions of every process sharing the database run one at a time, as
+ * SQLite's do, so a timer due is handled by one process only.
  */
 export interface JobStore {
   /** Runs `work` in one transaction: all of it or none. Resolves once committed. */
   transaction<T>(work: () => Promise<T>): Promise<T>;
 
   // ---- documents ----
-  insertDocument(
-    doc: Pick<JobDocumentRow, "document_id" | "document_name" | "domain" | "created_at" | "upload_expires_at">,
-  ): Promise<void>;
-  document(documentId: string): Promise<JobDocumentRow | undefined>;
+  insertDocument(doc: NewJobDocument): Promise<void>;
+  document(documentId: string): Promise<StoredJobDocument | undefined>;
   /** Stores the content of a document not uploaded yet; false when it already was. */
-  uploadDocument(documentId: string, content: string, at: string): Promise<boolean>;
+  uploadDocument(documentId: string, content: string, at: number): Promise<boolean>;
 
   // ---- jobs ----
-  insertJob(job: NewJobRow): Promise<void>;
+  insertJob(job: NewStoredJob): Promise<void>;
   /** Adds target groups from `position` on; a group already targeted is left alone. */
   addGroups(jobId: string, groups: readonly { id: string; name: string }[], position: number): Promise<void>;
-  job(jobId: string): Promise<JobRow | undefined>;
+  job(jobId: string): Promise<StoredJob | undefined>;
   /** Newest first, then by id. */
   jobs(filter: {
     status: JobStatus | null;
     targetSelection: TargetSelection | null;
     groupId: string | null;
-  }): Promise<JobRow[]>;
+  }): Promise<StoredJob[]>;
   /** Sets the comment when one is given, and the last update. */
-  touchJob(jobId: string, comment: string | null, at: string): Promise<void>;
+  touchJob(jobId: string, comment: string | null, at: number): Promise<void>;
   /** The job CANCELED (its rollout stopped); its QUEUED executions CANCELED, answered. */
-  cancelJob(
-    jobId: string,
-    comment: string | null,
-    at: string,
-    now: number,
-  ): Promise<{ thing_name: string; released: number }[]>;
-  completeJob(jobId: string, at: string): Promise<void>;
+  cancelJob(jobId: string, comment: string | null, now: number): Promise<ReachedExecution[]>;
+  completeJob(jobId: string, now: number): Promise<void>;
   /** Deletes the job and its executions; answers the things that had one released and open. */
   deleteJob(jobId: string): Promise<string[]>;
   /** Target group names, in the order they were added. */
   groupNames(jobId: string): Promise<string[]>;
   groupIds(jobId: string): Promise<string[]>;
   /** The IN_PROGRESS continuous jobs that target the group. */
-  continuousJobsOf(groupId: string): Promise<JobRow[]>;
+  continuousJobsOf(groupId: string): Promise<StoredJob[]>;
 
   // ---- executions ----
-  executions(jobId: string, status: ExecutionStatus | null): Promise<ExecutionRow[]>;
+  executions(jobId: string, status: ExecutionStatus | null): Promise<StoredExecution[]>;
   /** The execution with `executionNumber`, or the thing's latest one. */
-  execution(jobId: string, thingName: string, executionNumber?: number): Promise<ExecutionRow | undefined>;
+  execution(jobId: string, thingName: string, executionNumber?: number): Promise<StoredExecution | undefined>;
   /** A new QUEUED execution, not released yet. */
   queue(jobId: string, thingName: string, executionNumber: number, now: number): Promise<void>;
-  updateExecution(row: ExecutionRow, change: ExecutionChange): Promise<void>;
-  cancelExecution(row: ExecutionRow, force: boolean, now: number): Promise<void>;
-  deleteExecution(row: ExecutionRow): Promise<void>;
-  markRemoved(row: ExecutionRow, now: number): Promise<void>;
+  updateExecution(row: StoredExecution, change: ExecutionChange): Promise<void>;
+  cancelExecution(row: StoredExecution, force: boolean, now: number): Promise<void>;
+  deleteExecution(row: StoredExecution): Promise<void>;
+  markRemoved(row: StoredExecution, now: number): Promise<void>;
   /** Every QUEUED or IN_PROGRESS execution of the thing REMOVED; answers their jobs. */
   removeOpenOf(thingName: string, now: number): Promise<string[]>;
   /** Released executions a device may act on, running ones first, then by queue time. */
-  pending(thingName: string): Promise<ExecutionRow[]>;
+  pending(thingName: string): Promise<StoredExecution[]>;
   /** How many executions of the job are in each status, counting each thing's latest execution only. */
   statusCounts(jobId: string): Promise<Map<ExecutionStatus, number>>;
   /** Any execution of the job still QUEUED or IN_PROGRESS. */
@@ -163,7 +179,11 @@ export interface JobStore {
   /** The earliest execution timeout or rollout window due. */
   nextDue(): Promise<number | undefined>;
   /** IN_PROGRESS jobs whose next rollout window is due. */
-  dueRollouts(now: number): Promise<JobRow[]>;
+  dueRollouts(now: number): Promise<StoredJob[]>;
   /** IN_PROGRESS executions past their timeout. */
-  lateExecutions(now: number): Promise<ExecutionRow[]>;
+  lateExecutions(now: number): Promise<StoredExecution[]>;
+
+  // ---- retention ----
+  /** Deletes up to `limit` finished executions last changed before `before`, the longest finished first; answers how many. */
+  pruneFinished(before: number, limit: number): Promise<number>;
 }

@@ -1,5 +1,4 @@
-// The entry of the column cache builder thread. Plain JavaScript, so that it starts the same under
-// tsx, vitest and plain node: it loads the TypeScript through tsx's loader.
-import { tsImport } from "tsx/esm/api";
+// The entry of the column cache builder thread (plain JavaScript: see ../load-thread.mjs).
+import { loadThread } from "../load-thread.mjs";
 
-await tsImport("./columns-thread.ts", import.meta.url);
+await loadThread("columns-thread", import.meta.url);

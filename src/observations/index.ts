@@ -13,13 +13,19 @@ export {
 export { dayOf, partitionTable, DAY_MS } from "./partitions.js";
 export { openObservations, OBSERVATIONS_FILE, type OpenedObservations } from "./open.js";
 export { SqliteObservationReader, type ObservationReader, type CandidateRow, type ExportRow } from "./reader.js";
+export { PgObservationStore, observationPgMigrations } from "./pg-store.js";
+export { PgObservationReader } from "./pg-reader.js";
+export { openObservationReader, type ReaderSource } from "./source.js";
 export {
   planFind,
   runFind,
   searchDocs,
   createFindRunner,
+  declaredFieldTypes,
+  findJson,
   FIND_LIMITS,
   type Doc,
+  type FieldTypes,
   type FindPlan,
   type FindScope,
   type FindRunner,
@@ -27,6 +33,13 @@ export {
 export {
   createExports,
   exportMigrations,
+  exportPgMigrations,
+  ExportRunner,
+  ExportScheduler,
+  ExportService,
+  PgExportStore,
+  SqliteExportStore,
+  type ExportStore,
   executionDetail,
   summary,
   DEFAULT_PAGE_SIZE,

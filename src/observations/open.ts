@@ -2,6 +2,7 @@ import { migrate, openDatabase, startCheckpointer, type Db } from "../store/inde
 import { ObservationPartitions, partitionMigrations } from "./partitions.js";
 import { ObservationColumnsBuilder } from "./rows.js";
 import { SqliteObservationReader, type ObservationReader } from "./reader.js";
+import type { ReaderSource } from "./source.js";
 import { SqliteObservationStore, type ObservationStore } from "./store.js";
 import { ThreadedObservationStore } from "./writer.js";
 
@@ -9,8 +10,8 @@ import { ThreadedObservationStore } from "./writer.js";
 export interface OpenedObservations {
   store: ObservationStore;
   reader: ObservationReader;
-  /** The file FIND's threads open; `:memory:` when they cannot (they then run in-process). */
-  file: string;
+  /** Where FIND's threads open their readers; undefined when they cannot (in memory: they then run in-process). */
+  source: ReaderSource | undefined;
   close(): Promise<void>;
 }
 
@@ -41,7 +42,7 @@ export function openObservations(options: OpenObservationsOptions): OpenedObserv
     return {
       store: new SqliteObservationStore(options.db, options.clock),
       reader: new SqliteObservationReader(options.db),
-      file: ":memory:",
+      source: undefined,
       close: async () => {},
     };
   }
@@ -62,7 +63,7 @@ export function openObservations(options: OpenObservationsOptions): OpenedObserv
   return {
     store,
     reader: new SqliteObservationReader(db),
-    file: db.name,
+    source: { sqliteFile: db.name },
     close: async () => {
       await store.close();
       await checkpointer?.stop();

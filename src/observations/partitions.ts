@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import type { Db, Migration } from "../store/index.js";
 import { DayColumns, type StoredColumns, type StoredRow } from "./columns.js";
+import { StreamHoles } from "./holes.js";
 import { DOCUMENT_SQL, documents, type ObservationColumns } from "./rows.js";
 
 export const DAY_MS = 86_400_000;
@@ -244,12 +245,7 @@ export class ObservationPartitions {
   private readonly setMark: Statement<[string, number]>;
   private readonly reserve: Statement<[number], { next: number }>;
   private lastMaintained = 0;
-  /**
-   * Per stream, the first offset of a batch that failed to store. A later batch of the stream
-   * that starts past it would move the mark over the failed rows, and the replay that brings
-   * them back would skip them: refused until the stream is handed over again from the hole.
-   */
-  private readonly holes = new Map<string, number>();
+  private readonly holes = new StreamHoles();
 
   constructor(
     private readonly db: Db,
@@ -273,12 +269,12 @@ export class ObservationPartitions {
    * Answers the rows stored.
    */
   insert(rows: ObservationColumns): number {
-    this.checkHoles(rows);
+    this.holes.check(rows);
     let stored: number;
     try {
       stored = this.write(rows);
     } catch (err) {
-      this.recordHoles(rows);
+      this.holes.record(rows);
       throw err;
     }
     this.maintain();
@@ -332,24 +328,6 @@ export class ObservationPartitions {
       }
       return keep.length;
     })();
-  }
-
-  private checkHoles(rows: ObservationColumns): void {
-    if (this.holes.size === 0) return;
-    for (const [stream, offset] of firstOffsets(rows)) {
-      const hole = this.holes.get(stream);
-      if (hole === undefined) continue;
-      if (offset > hole) {
-        throw new Error(`observations of ${stream} from offset ${hole} failed to store: hand them over again first`);
-      }
-      this.holes.delete(stream);
-    }
-  }
-
-  private recordHoles(rows: ObservationColumns): void {
-    for (const [stream, offset] of firstOffsets(rows)) {
-      if (!this.holes.has(stream)) this.holes.set(stream, offset);
-    }
   }
 
   count(): number {
@@ -450,18 +428,6 @@ export class ObservationPartitions {
       this.db.prepare("UPDATE observation_partitions SET indexed = 1 WHERE day = ?").run(day);
     })();
   }
-}
-
-/** The first offset of each stream in the batch. */
-function firstOffsets(rows: ObservationColumns): Map<string, number> {
-  const first = new Map<string, number>();
-  for (let i = 0; i < rows.count; i++) {
-    const s = rows.stream[i]!;
-    if (s < 0) continue;
-    const stream = rows.streams[s]!;
-    if (!first.has(stream)) first.set(stream, rows.offset[i]!);
-  }
-  return first;
 }
 
 function closed(day: number, now: number): boolean {

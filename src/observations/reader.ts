@@ -41,6 +41,8 @@ export interface CandidateVisitor {
   projected(id: number, thingType: string, source: Record<string, unknown>): void;
   /** Called while long work runs (taking a day apart into columns): throws to stop it. */
   tick(): void;
+  /** Milliseconds left of the query's time budget: a reader that waits on a server bounds its statements by it. */
+  remainingMs(): number;
 }
 
 /** The rows of one closed day in a window: `from` to `end` (excluded) of its columns, still to be cut by thing type and name. */
@@ -53,16 +55,23 @@ export interface ColumnDay {
 /** Documents by id as JSON text, read from the scan's snapshot (the hits of a page). */
 export type DocumentLoader = (ids: readonly number[]) => Map<number, string>;
 
-/** What FIND and exports read of the observation store; synchronous, so a FIND thread reads in its time budget. */
+/**
+ * What FIND and exports read of the observation store, one implementation per backend
+ * (`SqliteObservationReader`, `PgObservationReader`), opened by `openObservationReader`
+ * from a `ReaderSource` (a FIND thread opens its own). Rows stream to a visitor that
+ * checks its time budget on each; the filters of `CandidateFilter` are all a reader
+ * applies, and it applies them exactly: the query tests every other clause.
+ */
 export interface ObservationReader {
   /** Rows in the window and scope, at most `limit` (unordered). */
-  candidates(f: CandidateFilter, limit: number): CandidateRow[];
+  candidates(f: CandidateFilter, limit: number): Promise<CandidateRow[]>;
   /**
-   * Streams every candidate in the window and scope to `visitor` (unordered),
-   * then answers `finish`, in one read transaction: every day read from the
-   * same snapshot, none dropped half-way by retention.
+   * Streams every candidate in the window and scope to `visitor` (unordered), then
+   * asks `pick` for the ids whose whole documents the answer needs and answers them
+   * as JSON text by id, in one read transaction: every day read from the same
+   * snapshot, none dropped half-way by retention.
    */
-  scan<T>(f: CandidateFilter, visitor: CandidateVisitor, finish: (documents: DocumentLoader) => T): T;
+  scan(f: CandidateFilter, visitor: CandidateVisitor, pick: () => readonly number[]): Promise<Map<number, string>>;
   /**
    * The window as slices of closed days' columns when every day it spans is closed
    * and its columns answer `paths` exactly, `answer` then called in the same read
@@ -81,12 +90,13 @@ export interface ObservationReader {
     to: number,
     after: { ts: number; id: number },
     limit: number,
-  ): ExportRow[];
+  ): Promise<ExportRow[]>;
+  close(): Promise<void>;
 }
 
-/** SQLite integers stop at 2^63; a range open on one side is bounded by these. */
-const MIN_TS = -8_640_000_000_000_000;
-const MAX_TS = 8_640_000_000_000_000;
+/** SQLite integers stop at 2^63; a range open on one side is bounded by these (PostgreSQL's bigint too). */
+export const MIN_TS = -8_640_000_000_000_000;
+export const MAX_TS = 8_640_000_000_000_000;
 /** Prepared statements kept: a few shapes per day table; the days a dashboard reads again stay prepared. */
 const STATEMENT_CACHE = 1024;
 /**
@@ -127,12 +137,19 @@ export class SqliteObservationReader implements ObservationReader {
     this.columns = new LRUCache({ maxSize: columnCacheBytes, sizeCalculation: (c) => Math.max(1, c.columns.bytes) });
   }
 
-  scan<T>(f: CandidateFilter, visitor: CandidateVisitor, finish: (documents: DocumentLoader) => T): T {
+  async scan(
+    f: CandidateFilter,
+    visitor: CandidateVisitor,
+    pick: () => readonly number[],
+  ): Promise<Map<number, string>> {
     return this.db.transaction(() => {
       this.scanDays(f, visitor);
-      return finish((ids) => this.documents(ids, f));
+      return this.documents(pick(), f);
     })();
   }
+
+  /** The connection is its owner's: a FIND thread's or the process's. */
+  async close(): Promise<void> {}
 
   columnScan<T>(
     f: CandidateFilter,
@@ -248,8 +265,16 @@ export class SqliteObservationReader implements ObservationReader {
     return out;
   }
 
-  /** In one read transaction: every day read from the same snapshot, none dropped half-way by retention. */
-  candidates(f: CandidateFilter, limit: number): CandidateRow[] {
+  async candidates(f: CandidateFilter, limit: number): Promise<CandidateRow[]> {
+    return this.candidatesNow(f, limit);
+  }
+
+  /**
+   * `candidates` in this turn, for tests that check what is stored in the turn of an
+   * acknowledgement. In one read transaction: every day read from the same snapshot, none dropped
+   * half-way by retention.
+   */
+  candidatesNow(f: CandidateFilter, limit: number): CandidateRow[] {
     return this.db.transaction(() => this.candidatesOfDays(f, limit))();
   }
 
@@ -272,7 +297,7 @@ export class SqliteObservationReader implements ObservationReader {
     return out;
   }
 
-  exportPage(...page: Parameters<ObservationReader["exportPage"]>): ExportRow[] {
+  async exportPage(...page: Parameters<ObservationReader["exportPage"]>): Promise<ExportRow[]> {
     return this.db.transaction(() => this.exportPageOfDays(...page))();
   }
 
@@ -323,6 +348,6 @@ interface CatalogDay {
 /** A list bound as one JSON array parameter. */
 const LIST = "(SELECT value FROM json_each(?))";
 
-function clamp(t: number): number {
+export function clamp(t: number): number {
   return Math.max(MIN_TS, Math.min(MAX_TS, t));
 }

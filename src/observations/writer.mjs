@@ -1,5 +1,4 @@
-// The entry of the observation writer thread. Plain JavaScript, so that it starts the same under
-// tsx, vitest and plain node: it loads the TypeScript writer through tsx's loader.
-import { tsImport } from "tsx/esm/api";
+// The entry of the observation writer thread (plain JavaScript: see ../load-thread.mjs).
+import { loadThread } from "../load-thread.mjs";
 
-await tsImport("./writer-thread.ts", import.meta.url);
+await loadThread("writer-thread", import.meta.url);

@@ -1,7 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { ROLES, type Identity } from "../auth/index.js";
-import type { Db } from "../store/index.js";
 import { DATA_TYPES, RESOURCE_TYPES, type ThingRegistry } from "../things/index.js";
 
 const ProvisionSchema = z.object({
@@ -63,6 +62,8 @@ const ThingEntrySchema = z.object({
   domain: z.string().min(1),
   serial: z.string().optional(),
   secret: z.string().optional(),
+  // A chosen secret hashed beforehand (`npm run provision:hash`), so that the file holds no secret in clear.
+  secretHash: z.string().optional(),
   label: z.string().optional(),
 });
 
@@ -85,7 +86,6 @@ export interface ProvisionSummary {
 const VALIDATE_SLICE = 5000;
 
 export interface ProvisionTarget {
-  db: Db;
   identity: Identity;
   registry: ThingRegistry;
 }

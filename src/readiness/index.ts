@@ -30,6 +30,7 @@ export interface ReadinessStatus {
 
 export class Readiness {
   private readonly conditions = new Map<string, { ready: boolean; detail: string }>();
+  private wasReady = false;
 
   /** A new condition, not met until its `ready()`; registering a name twice is a programming error. */
   register(name: string, waitingFor: string): ReadinessCondition {
@@ -49,9 +50,14 @@ export class Readiness {
     };
   }
 
-  /** Whether one condition is met (an unknown one is not). */
-  met(name: string): boolean {
-    return this.conditions.get(name)?.ready ?? false;
+  /**
+   * Whether every condition has been met at once at least once: the end of
+   * starting. It stays true when a condition goes back to waiting later (a lost
+   * broker), since what starting sets up (provisioning, rules loaded) stays.
+   */
+  started(): boolean {
+    if (!this.wasReady) this.wasReady = [...this.conditions.values()].every((c) => c.ready);
+    return this.wasReady;
   }
 
   status(): ReadinessStatus {

@@ -3,15 +3,7 @@ export type { RuleStore } from "./store.js";
 export { SqliteRuleStore } from "./sqlite-store.js";
 export { PgRuleStore } from "./pg-store.js";
 export { RuleCache } from "./cache.js";
-export {
-  RulesService,
-  createRules,
-  type RuleView,
-  type BulkResult,
-  type RulesOptions,
-  type Rules,
-  type RulesDeps,
-} from "./service.js";
+export { RulesService, type RuleView, type BulkResult, type RulesOptions } from "./service.js";
 export {
   RuleBodySchema,
   CreateRuleBodySchema,
@@ -36,3 +28,4 @@ export {
   type DryRunItem,
   type DryRunReport,
 } from "./dry-run.js";
+export { createRules, type Rules, type RulesDeps } from "./create.js";

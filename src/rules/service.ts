@@ -1,6 +1,5 @@
 import { authorize, requireReadWrite, type Identity, type Principal } from "../auth/index.js";
 import type { EventBus } from "../bus/index.js";
-import type { Db } from "../store/index.js";
 import { compileRule } from "../engine/index.js";
 import { ApiError, invalid, notAuthorized, notFound } from "../errors/index.js";
 import type { ThingRegistry } from "../things/index.js";
@@ -8,7 +7,6 @@ import { dryRun, type DryRunObservation, type DryRunReport } from "./dry-run.js"
 import { checkChaining, checkLoop, overlapWith, type Overlap } from "./loop.js";
 import type { BulkUpdateBody, CreateRuleBody, RuleBody } from "./schema.js";
 import type { RuleStore } from "./store.js";
-import { SqliteRuleStore } from "./sqlite-store.js";
 import type { Rule } from "../rule-model/index.js";
 import { checkActions, checkExpression } from "./validate.js";
 
@@ -217,26 +215,4 @@ export class RulesService {
     checkLoop(rule, others, this.overlap);
     checkChaining(rule, others, this.overlap);
   }
-}
-
-export interface RulesDeps {
-  db: Db;
-  bus: EventBus;
-  identity: Identity;
-  registry: ThingRegistry;
-  /** What generated rule ids start with (`DMS_STACK_NAME`'s). */
-  idPrefix: string;
-  allowPrivateWebhooks: boolean;
-}
-
-/** The rules capability: the rules as stored and the operations (the engine's process adds a `RuleCache`). */
-export interface Rules {
-  store: RuleStore;
-  service: RulesService;
-}
-
-/** On SQLite (the PostgreSQL store joins with the cluster). */
-export function createRules({ db, bus, identity, registry, idPrefix, allowPrivateWebhooks }: RulesDeps): Rules {
-  const store = new SqliteRuleStore(db, idPrefix);
-  return { store, service: new RulesService({ store, bus, identity, registry, allowPrivateWebhooks }) };
 }

@@ -6,14 +6,17 @@ export type Db = Database.Database;
 export { Dictionary } from "./dictionary.js";
 export { startCheckpointer, type Checkpointer } from "./checkpointer.js";
 export { lowerThreadPriority, ThreadCalls, type OmitEach, type ThreadReply } from "./thread.js";
+export { RetentionSweeper, type RetentionOptions, oldestRowsRemover, type RetentionTarget } from "./retention.js";
 export {
-  RetentionSweeper,
-  type RetentionOptions,
-  type RetentionTarget,
-  type StoreRetention,
-  type TableRetention,
-} from "./retention.js";
-export { migratePg, openPgPool, pgTransaction, type PgMigration, type PgPool, type PgQueryable } from "./pg.js";
+  migratePg,
+  openPgPool,
+  pgDeleteOldest,
+  pgTransaction,
+  type PgMigration,
+  type PgPool,
+  type PgQueryable,
+} from "./pg.js";
+export { int8AsNumber, pgQuery } from "./pg-types.js";
 
 /**
  * One schema change. Each capability owns its migrations (ids prefixed by the

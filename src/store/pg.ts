@@ -16,7 +16,11 @@ export interface PgMigration {
 
 /** A pool to `url` (a `postgres://` connection string). */
 export function openPgPool(url: string, max = 10): PgPool {
-  return new pg.Pool({ connectionString: url, max });
+  const pool = new pg.Pool({ connectionString: url, max, keepAlive: true });
+  // An idle connection the server ended (a restart, pg_terminate_backend) is dropped and replaced by
+  // the pool; unhandled, its error would end the process. A lasting fault fails the next query.
+  pool.on("error", () => undefined);
+  return pool;
 }
 
 /**
@@ -60,4 +64,25 @@ export async function migratePg(pool: PgPool, migrations: readonly PgMigration[]
     }
     return done;
   });
+}
+
+/**
+ * Deletes up to `limit` rows of `table` whose `timeColumn` (TIMESTAMPTZ) is before `cutoff` (epoch
+ * ms), oldest first, by their `id`; answers how many. Retention sweeps in bounded steps so that no
+ * one statement holds locks for long. Names are the stores' own constants, never input.
+ */
+export async function pgDeleteOldest(
+  pool: PgQueryable,
+  table: string,
+  timeColumn: string,
+  cutoff: number,
+  limit: number,
+): Promise<number> {
+  const { rowCount } = await pool.query(
+    `DELETE FROM ${table} WHERE id IN (
+       SELECT id FROM ${table} WHERE ${timeColumn} < to_timestamp($1::double precision / 1000)
+       ORDER BY ${timeColumn} LIMIT $2)`,
+    [cutoff, limit],
+  );
+  return rowCount ?? 0;
 }

@@ -2,35 +2,17 @@ import type { Database, Statement } from "better-sqlite3";
 import { Counter, type Registry } from "prom-client";
 import type { Logger } from "../observability/index.js";
 
-/** One kind of row that ages out, and how long it is kept. */
-interface RetentionKind {
+/** One kind of row that ages out, how long it is kept, and the store that deletes it. */
+export interface RetentionTarget {
   /** For logs and the `kind` label of `dms_retention_deleted_total` ("observations", "events", ...). */
   kind: string;
   /** How long a row is kept (milliseconds); undefined keeps it forever. */
   windowMs: number | undefined;
-}
-
-/** Rows of a table of the service's database: deleted by a statement the sweeper prepares. */
-export interface TableRetention extends RetentionKind {
-  table: string;
-  /**
-   * The condition of a row to delete, with one `?` for the cutoff (epoch milliseconds), e.g.
-   * `ts < ?`. An index must answer it in order (`ORDER BY` the same column), or each batch scans.
-   */
-  olderThan: string;
-  /** The column the condition compares, ordered by so each batch takes the oldest rows. */
-  orderBy: string;
-}
-
-/** Rows of a store that deletes its own (the observations' day partitions): up to `limit` per call, oldest first. */
-export interface StoreRetention extends RetentionKind {
+  /** Deletes up to `limit` rows older than `cutoff` (epoch ms), oldest first; answers how many it deleted. */
   remove(cutoff: number, limit: number): Promise<number>;
 }
 
-export type RetentionTarget = TableRetention | StoreRetention;
-
 export interface RetentionOptions {
-  db: Database;
   targets: readonly RetentionTarget[];
   clock: () => number;
   logger: Logger;
@@ -60,13 +42,11 @@ export class RetentionSweeper {
   private stopped = true;
   private readonly batchSize: number;
   private readonly deleted: Counter<"kind"> | undefined;
-  private readonly removers: { target: RetentionTarget; remove: (cutoff: number, limit: number) => Promise<number> }[];
+  private readonly targets: readonly RetentionTarget[];
 
   constructor(private readonly options: RetentionOptions) {
     this.batchSize = options.batchSize ?? DEFAULT_BATCH;
-    this.removers = options.targets
-      .filter((t) => t.windowMs !== undefined)
-      .map((target) => ({ target, remove: "remove" in target ? target.remove : tableRemover(options.db, target) }));
+    this.targets = options.targets.filter((t) => t.windowMs !== undefined);
     this.deleted =
       options.registry &&
       new Counter({
@@ -79,7 +59,7 @@ export class RetentionSweeper {
 
   /** True when some target has a window (else the sweeper has nothing to do). */
   get active(): boolean {
-    return this.removers.length > 0;
+    return this.targets.length > 0;
   }
 
   async start(): Promise<void> {
@@ -101,12 +81,12 @@ export class RetentionSweeper {
    */
   async sweep(shouldStop: () => boolean = () => false): Promise<Record<string, number>> {
     const counts: Record<string, number> = {};
-    for (const { target, remove } of this.removers) {
+    for (const target of this.targets) {
       const cutoff = this.options.clock() - target.windowMs!;
       let total = 0;
       for (;;) {
         const started = performance.now();
-        const changes = await remove(cutoff, this.batchSize);
+        const changes = await target.remove(cutoff, this.batchSize);
         total += changes;
         this.deleted?.inc({ kind: target.kind }, changes);
         if (changes < this.batchSize) break;
@@ -136,10 +116,19 @@ export class RetentionSweeper {
   }
 }
 
-function tableRemover(db: Database, target: TableRetention): (cutoff: number, limit: number) => Promise<number> {
+/**
+ * Deletes the oldest rows of a SQLite table matching `olderThan` (one `?` for the cutoff, e.g.
+ * `ts < ?`), up to a limit per call; an index must answer the condition in `orderBy`'s order, or
+ * each batch scans. What the SQLite stores' `deleteOlderThan` run.
+ */
+export function oldestRowsRemover(
+  db: Database,
+  table: string,
+  olderThan: string,
+  orderBy: string,
+): (cutoff: number, limit: number) => Promise<number> {
   const statement: Statement<[number, number]> = db.prepare(
-    `DELETE FROM ${target.table} WHERE rowid IN (
-       SELECT rowid FROM ${target.table} WHERE ${target.olderThan} ORDER BY ${target.orderBy} LIMIT ?)`,
+    `DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} WHERE ${olderThan} ORDER BY ${orderBy} LIMIT ?)`,
   );
   return async (cutoff, limit) => statement.run(cutoff, limit).changes;
 }

@@ -1,16 +1,15 @@
 import type { Registry } from "prom-client";
 import type { Identity } from "../auth/index.js";
 import type { EventBus } from "../bus/index.js";
-import type { Db } from "../store/index.js";
 import { DeviceCredentials, deviceSecretKey, registerCredentialMetrics } from "./credentials.js";
 import { ThingRegistry } from "./registry.js";
-import { ThingGroupsService } from "./service.js";
-import { SqliteThingStore } from "./sqlite-store.js";
+import { ThingGroupsService } from "./groups-service.js";
 import type { ThingStore } from "./store.js";
 import { ThingTypesService, ThingsService } from "./things-service.js";
 
 export interface ThingsCapabilityDeps {
-  db: Db;
+  /** Where thing types, things, groups and device credentials are kept. */
+  store: ThingStore;
   bus: EventBus;
   /** Whether a domain exists, for the registry's checks and the services' access rules. */
   identity: Pick<Identity, "domain">;
@@ -30,11 +29,17 @@ export interface ThingsCapability {
   thingGroups: ThingGroupsService;
 }
 
-export function createThings(deps: ThingsCapabilityDeps): ThingsCapability {
+/** Resolves once the store has been read into memory (the registry's synchronous lookups). */
+export async function createThings(deps: ThingsCapabilityDeps): Promise<ThingsCapability> {
   const credentials = new DeviceCredentials({ key: deviceSecretKey(deps.dataDir) });
   if (deps.metrics) registerCredentialMetrics(credentials, deps.metrics);
-  const store = new SqliteThingStore(deps.db);
-  const registry = new ThingRegistry(store, deps.bus, (id) => deps.identity.domain(id) !== undefined, credentials);
+  const { store } = deps;
+  const registry = await ThingRegistry.open(
+    store,
+    deps.bus,
+    (id) => deps.identity.domain(id) !== undefined,
+    credentials,
+  );
   const services = { registry, identity: deps.identity };
   return {
     store,

@@ -16,8 +16,16 @@ export {
   type WriteMode,
   type PutThingsOptions,
 } from "./types.js";
-export type { ThingStore, ThingLookups, StoredThing, ThingWriteItem, ThingWriteResult } from "./store.js";
+export type {
+  ThingStore,
+  ThingLookups,
+  ThingSnapshot,
+  StoredThing,
+  ThingWriteItem,
+  ThingWriteResult,
+} from "./store.js";
 export { SqliteThingStore } from "./sqlite-store.js";
+export { PgThingStore } from "./pg-store.js";
 export {
   DeviceCredentials,
   CredentialsBusyError,
@@ -25,11 +33,14 @@ export {
   registerCredentialMetrics,
   generateDeviceSecret,
   isGeneratedSecret,
+  isDeviceSecretHash,
+  hashChosenSecret,
+  MIN_CHOSEN_SECRET_LENGTH,
   GENERATED_PREFIX,
   type CredentialWork,
 } from "./credentials.js";
-export { thingsMigrations } from "./migrations.js";
-export { ThingGroupsService, type ThingGroupsDeps, type NewThingGroup } from "./service.js";
+export { thingsMigrations, thingsPgMigrations } from "./migrations.js";
+export { ThingGroupsService, type ThingGroupsDeps, type NewThingGroup } from "./groups-service.js";
 export {
   ThingTypesService,
   ThingsService,

@@ -1,9 +1,17 @@
 import { randomBytes } from "node:crypto";
 import type { EventBus } from "../bus/index.js";
 import { ApiError, invalid, notFound } from "../errors/index.js";
-import { CredentialsBusyError, DeviceCredentials, generateDeviceSecret, isGeneratedSecret } from "./credentials.js";
-import { checkMode, type ThingStore, type ThingWriteItem } from "./store.js";
+import {
+  CredentialsBusyError,
+  DeviceCredentials,
+  MIN_CHOSEN_SECRET_LENGTH,
+  generateDeviceSecret,
+  isDeviceSecretHash,
+  isGeneratedSecret,
+} from "./credentials.js";
+import { checkMode, type ThingLookups, type ThingStore, type ThingWriteItem } from "./store.js";
 import type { PutThingsOptions, Thing, ThingGroup, ThingOutcome, ThingType, ThingWrite, WriteMode } from "./types.js";
+import { ThingView } from "./view.js";
 
 interface KnownReferences {
   domains: Map<string, boolean>;
@@ -18,25 +26,41 @@ const NAME_PATTERN = /^[0-9A-Za-z_.:-]{1,128}$/;
 /**
  * Thing types with their resource definitions, things and thing groups: the
  * checks and the announcements on the bus around the `ThingStore`. Reads are
- * the store's synchronous lookups; writes resolve once stored and announced.
+ * the view's synchronous lookups; writes resolve once stored, in the view and announced.
  */
-export class ThingRegistry {
-  constructor(
+export class ThingRegistry implements ThingLookups {
+  private constructor(
     private readonly store: ThingStore,
+    private readonly view: ThingView,
     private readonly bus: EventBus,
     private readonly domainExists: (id: string) => boolean,
-    /** Device secrets' hashing; without one, a random key lives as long as the registry (tests). */
-    readonly credentials: DeviceCredentials = new DeviceCredentials({ key: randomBytes(32) }),
+    readonly credentials: DeviceCredentials,
   ) {}
+
+  /** Reads the store into memory (`ThingView`), following the bus from then on. */
+  static async open(
+    store: ThingStore,
+    bus: EventBus,
+    domainExists: (id: string) => boolean,
+    /** Device secrets' hashing; without one, a random key lives as long as the registry (tests). */
+    credentials: DeviceCredentials = new DeviceCredentials({ key: randomBytes(32) }),
+  ): Promise<ThingRegistry> {
+    return new ThingRegistry(store, await ThingView.open(store, bus), bus, domainExists, credentials);
+  }
+
+  /** Stops following the bus. */
+  close(): void {
+    this.view.close();
+  }
 
   // ---- thing types ----
 
   thingType(id: string): ThingType | undefined {
-    return this.store.thingType(id);
+    return this.view.thingType(id);
   }
 
   thingTypes(): ThingType[] {
-    return this.store.thingTypes();
+    return this.view.thingTypes();
   }
 
   /**
@@ -70,30 +94,32 @@ export class ThingRegistry {
     ) {
       return existing;
     }
-    await this.store.putThingType({ id: input.id, label: input.label, domain: input.domain, resources });
+    const stored = await this.store.putThingType({ id: input.id, label: input.label, domain: input.domain, resources });
+    this.view.setThingType(stored);
     this.bus.emit("thingType.changed", { id: input.id, change: existing ? "updated" : "created" });
-    return this.thingType(input.id)!;
+    return stored;
   }
 
   async deleteThingType(id: string): Promise<void> {
     if (!this.thingType(id)) throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${id}`, "id");
     const used = await this.store.deleteThingType(id);
     if (used > 0) throw invalid("id", `thing type ${id} still has ${used} things`);
+    this.view.removeThingType(id);
     this.bus.emit("thingType.changed", { id, change: "deleted" });
   }
 
   // ---- things ----
 
   thing(thingName: string): Thing | undefined {
-    return this.store.thing(thingName);
+    return this.view.thing(thingName);
   }
 
   thingBySerial(serial: string): Thing | undefined {
-    return this.store.thingBySerial(serial);
+    return this.view.thingBySerial(serial);
   }
 
-  things(filter: { thingType?: string; domain?: string } = {}): Thing[] {
-    return this.store.things(filter);
+  things(filter: { thingType?: string | undefined; domain?: string | undefined } = {}): Thing[] {
+    return this.view.things(filter);
   }
 
   /** Creates or changes a thing; `serial`, `secret` and `label` left out keep their value. */
@@ -145,15 +171,20 @@ export class ThingRegistry {
         options.authorize?.(input, existing);
         let digest: string | undefined;
         if (memos) {
-          const { thingName, thingType, domain, serial, secret, label } = input;
-          digest = this.credentials.entryDigest({ thingName, thingType, domain, serial, secret, label });
+          const { thingName, thingType, domain, serial, secret, secretHash, label } = input;
+          digest = this.credentials.entryDigest({ thingName, thingType, domain, serial, secret, secretHash, label });
           if (existing && memos.get(thingName) === digest) {
             outcomes[index] = { status: "unchanged", thing: existing };
             return;
           }
         }
         const secret = input.generateSecret ? generateDeviceSecret() : input.secret;
-        const secretHash = secret === undefined ? null : this.secretHashFor(input.thingName, secret, row?.secretHash);
+        const secretHash =
+          input.secretHash !== undefined
+            ? preHashed(input, input.secretHash)
+            : secret === undefined
+              ? null
+              : this.secretHashFor(input.thingName, secret, row?.secretHash);
         pending.push({
           index,
           digest,
@@ -190,7 +221,10 @@ export class ThingRegistry {
         return;
       }
       const { change, thing } = result;
-      if (change !== "unchanged") this.bus.emit("thing.changed", { thingName: thing.thingName, change });
+      if (change !== "unchanged") {
+        this.view.setThing(thing);
+        this.bus.emit("thing.changed", { thingName: thing.thingName, change });
+      }
       outcomes[p.index] =
         p.secret === undefined ? { status: change, thing } : { status: change, thing, secret: p.secret };
     });
@@ -217,6 +251,7 @@ export class ThingRegistry {
     if (!this.thing(thingName)) throw notFound("THING_NOT_FOUND", `Thing ${thingName}`, "thingName");
     const groups = this.groupsOf(thingName);
     await this.store.deleteThing(thingName);
+    this.view.removeThing(thingName);
     for (const groupId of groups) this.bus.emit("thingGroup.membership", { groupId, thingName, change: "removed" });
     this.bus.emit("thing.changed", { thingName, change: "deleted" });
   }
@@ -237,17 +272,21 @@ export class ThingRegistry {
 
   /**
    * The hash to store for `secret`: the stored one when it already is this
-   * secret's (a chosen secret's scrypt hash is salted, so it is checked, not
-   * recomputed), else a new one.
+   * secret's (a chosen secret's hash is salted, so it is checked, not
+   * recomputed; an older scrypt one is replaced), else a new one.
    */
   private secretHashFor(
     thingName: string,
     secret: string,
     stored: string | null | undefined,
   ): string | Promise<string> {
-    if (isGeneratedSecret(secret) || !stored?.startsWith("scrypt$")) return this.credentials.hash(thingName, secret);
+    if (isGeneratedSecret(secret)) return this.credentials.keyedHash(thingName, secret);
+    if (secret.length < MIN_CHOSEN_SECRET_LENGTH) {
+      throw invalid("secret", `a chosen secret needs at least ${MIN_CHOSEN_SECRET_LENGTH} characters`);
+    }
+    if (!stored || stored.startsWith("hmac-")) return this.credentials.hash(thingName, secret);
     return Promise.resolve(this.credentials.verify(thingName, secret, stored)).then((v) =>
-      v.ok ? stored : this.credentials.hash(thingName, secret),
+      v.ok ? (v.upgrade ?? stored) : this.credentials.hash(thingName, secret),
     );
   }
 
@@ -255,19 +294,19 @@ export class ThingRegistry {
 
   /** A group by id, or else by name: the interface identifies groups by either. */
   group(idOrName: string): ThingGroup | undefined {
-    return this.store.group(idOrName);
+    return this.view.group(idOrName);
   }
 
   groups(): ThingGroup[] {
-    return this.store.groups();
+    return this.view.groups();
   }
 
   members(groupId: string): string[] {
-    return this.store.members(groupId);
+    return this.view.members(groupId);
   }
 
   groupsOf(thingName: string): string[] {
-    return this.store.groupsOf(thingName);
+    return this.view.groupsOf(thingName);
   }
 
   /**
@@ -294,7 +333,8 @@ export class ThingRegistry {
     // Every thing must exist before anything is written, so a bad list leaves no half-made group.
     if (input.things) this.requireThings(input.things);
     if (!row || row.name !== input.name || row.domain !== input.domain) {
-      await this.store.putGroup({ id: input.id, name: input.name, domain: input.domain });
+      this.view.setGroup(await this.store.putGroup({ id: input.id, name: input.name, domain: input.domain }));
+      this.bus.emit("thingGroup.changed", { groupId: input.id });
     }
     if (input.things) await this.setMembers(input.id, input.things);
     return this.group(input.id)!;
@@ -304,6 +344,7 @@ export class ThingRegistry {
     const group = this.group(idOrName);
     if (!group) throw notFound("THING_GROUP_NOT_FOUND", `Thing group ${idOrName}`, "id");
     await this.store.deleteGroup(group.id);
+    this.view.removeGroup(group.id);
     for (const thingName of group.things) {
       this.bus.emit("thingGroup.membership", { groupId: group.id, thingName, change: "removed" });
     }
@@ -314,12 +355,14 @@ export class ThingRegistry {
   async addMembers(groupId: string, thingNames: string[]): Promise<string[]> {
     this.requireThings(thingNames);
     const added = await this.store.addMembers(groupId, thingNames);
+    for (const thingName of added) this.view.addMember(groupId, thingName);
     for (const thingName of added) this.bus.emit("thingGroup.membership", { groupId, thingName, change: "added" });
     return added;
   }
 
   async removeMembers(groupId: string, thingNames: string[]): Promise<string[]> {
     const removed = await this.store.removeMembers(groupId, thingNames);
+    for (const thingName of removed) this.view.removeMember(groupId, thingName);
     for (const thingName of removed) this.bus.emit("thingGroup.membership", { groupId, thingName, change: "removed" });
     return removed;
   }
@@ -341,6 +384,17 @@ export class ThingRegistry {
     const missing = thingNames.find((t) => !this.thing(t));
     if (missing !== undefined) throw notFound("THING_NOT_FOUND", `Thing ${missing}`, "things");
   }
+}
+
+/** A pre-hashed secret (provisioning), stored as it is once its form is checked. */
+function preHashed(input: ThingWrite, secretHash: string): string {
+  if (input.secret !== undefined || input.generateSecret) {
+    throw invalid("secretHash", "not with secret or generateSecret");
+  }
+  if (!isDeviceSecretHash(secretHash)) {
+    throw invalid("secretHash", "pbkdf2-sha512$<iterations, at least 101>$<salt>$<hash> (npm run provision:hash)");
+  }
+  return secretHash;
 }
 
 /** An ApiError becomes the item's outcome; anything else is a fault of dms and fails the whole call. */

@@ -1,26 +1,15 @@
 import { ApiError, notFound } from "../errors/index.js";
 import { isoNow, statementCache, type Db } from "../store/index.js";
-import { checkMode, type StoredThing, type ThingStore, type ThingWriteItem, type ThingWriteResult } from "./store.js";
+import {
+  checkMode,
+  type StoredThing,
+  type ThingSnapshot,
+  type ThingStore,
+  type ThingWriteItem,
+  type ThingWriteResult,
+} from "./store.js";
+import { groupBy, toGroup, toThing, toThingType, type HeaderRow, type ThingRow } from "./rows.js";
 import type { GroupHeader, NewThing, ResourceDefinition, Thing, ThingGroup, ThingType } from "./types.js";
-
-interface ThingRow {
-  thing_name: string;
-  thing_type: string;
-  domain: string;
-  serial: string | null;
-  secret_hash: string | null;
-  label: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-interface GroupRow {
-  id: string;
-  name: string;
-  domain: string;
-  created_at: string;
-  updated_at: string;
-}
 
 /** Thing types, things and groups in the process's SQLite database (`thingsMigrations`). */
 export class SqliteThingStore implements ThingStore {
@@ -31,91 +20,56 @@ export class SqliteThingStore implements ThingStore {
     this.q = statementCache(db);
   }
 
-  // ---- lookups ----
+  // ---- reads ----
 
-  thingType(id: string): ThingType | undefined {
-    const row = this.q<[string], { id: string; label: string; domain: string; created_at: string; updated_at: string }>(
-      "SELECT * FROM thing_types WHERE id = ?",
-    ).get(id);
-    if (!row) return undefined;
-    const resources = this.q<[string], ResourceDefinition>(
-      `SELECT name, data_type AS dataType, resource_type AS resourceType
-       FROM thing_type_resources WHERE thing_type = ? ORDER BY name`,
-    ).all(id);
-    return {
-      id: row.id,
-      label: row.label,
-      domain: row.domain,
-      resources,
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    };
-  }
-
-  thingTypes(): ThingType[] {
-    const ids = this.q<[], { id: string }>("SELECT id FROM thing_types ORDER BY id").all();
-    return ids.map((r) => this.thingType(r.id)!);
-  }
-
-  thing(thingName: string): Thing | undefined {
-    const row = this.q<[string], ThingRow>("SELECT * FROM things WHERE thing_name = ?").get(thingName);
-    return row && toThing(row);
-  }
-
-  thingBySerial(serial: string): Thing | undefined {
-    const row = this.q<[string], ThingRow>("SELECT * FROM things WHERE serial = ?").get(serial);
-    return row && toThing(row);
-  }
-
-  things(filter: { thingType?: string | undefined; domain?: string | undefined }): Thing[] {
-    return this.q<[{ type: string | null; domain: string | null }], ThingRow>(
-      `SELECT * FROM things WHERE (@type IS NULL OR thing_type = @type) AND (@domain IS NULL OR domain = @domain)
-       ORDER BY thing_name`,
-    )
-      .all({ type: filter.thingType ?? null, domain: filter.domain ?? null })
-      .map(toThing);
-  }
-
-  group(idOrName: string): ThingGroup | undefined {
-    const row = this.q<[{ key: string }], GroupRow>(
-      "SELECT * FROM thing_groups WHERE id = @key OR name = @key ORDER BY id = @key DESC LIMIT 1",
-    ).get({ key: idOrName });
-    if (!row) return undefined;
-    return {
-      id: row.id,
-      name: row.name,
-      domain: row.domain,
-      things: this.members(row.id),
-      createdAt: row.created_at,
-      updatedAt: row.updated_at,
-    };
-  }
-
-  groups(): ThingGroup[] {
-    return this.q<[], { id: string }>("SELECT id FROM thing_groups ORDER BY id")
+  async loadAll(): Promise<ThingSnapshot> {
+    const resources = groupBy(
+      this.q<[], ResourceDefinition & { thingType: string }>(
+        `SELECT thing_type AS thingType, name, data_type AS dataType, resource_type AS resourceType
+         FROM thing_type_resources ORDER BY thing_type, name`,
+      ).iterate(),
+      (r) => r.thingType,
+    );
+    const thingTypes = this.q<[], HeaderRow>("SELECT * FROM thing_types ORDER BY id")
       .all()
-      .map((r) => this.group(r.id)!);
+      .map((row) =>
+        toThingType(
+          row,
+          (resources.get(row.id) ?? []).map(({ name, dataType, resourceType }) => ({ name, dataType, resourceType })),
+        ),
+      );
+    const things = this.q<[], ThingRow>("SELECT * FROM things ORDER BY thing_name").all().map(toThing);
+    const members = groupBy(
+      this.q<[], { group_id: string; thing_name: string }>(
+        "SELECT group_id, thing_name FROM thing_group_members ORDER BY group_id, thing_name",
+      ).iterate(),
+      (m) => m.group_id,
+    );
+    const groups = this.q<[], HeaderRow>("SELECT * FROM thing_groups ORDER BY id")
+      .all()
+      .map((row) =>
+        toGroup(
+          row,
+          (members.get(row.id) ?? []).map((m) => m.thing_name),
+        ),
+      );
+    return { thingTypes, things, groups };
   }
 
-  members(groupId: string): string[] {
-    return this.q<[string], { thing_name: string }>(
-      "SELECT thing_name FROM thing_group_members WHERE group_id = ? ORDER BY thing_name",
-    )
-      .all(groupId)
-      .map((r) => r.thing_name);
+  async readThingType(id: string): Promise<ThingType | undefined> {
+    return this.thingType(id);
   }
 
-  groupsOf(thingName: string): string[] {
-    return this.q<[string], { group_id: string }>("SELECT group_id FROM thing_group_members WHERE thing_name = ?")
-      .all(thingName)
-      .map((r) => r.group_id);
+  async readGroup(groupId: string): Promise<ThingGroup | undefined> {
+    const row = this.q<[string], HeaderRow>("SELECT * FROM thing_groups WHERE id = ?").get(groupId);
+    return row && toGroup(row, this.members(row.id));
   }
 
   // ---- thing types ----
 
-  async putThingType(type: Omit<ThingType, "createdAt" | "updatedAt">): Promise<void> {
+  async putThingType(type: Omit<ThingType, "createdAt" | "updatedAt">): Promise<ThingType> {
     const now = isoNow();
-    this.db.transaction(() => {
+    return this.db.transaction(() => {
       this.q(
         `INSERT INTO thing_types (id, label, domain, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT(id) DO UPDATE SET label = excluded.label, domain = excluded.domain, updated_at = excluded.updated_at`,
@@ -125,6 +79,7 @@ export class SqliteThingStore implements ThingStore {
         "INSERT INTO thing_type_resources (thing_type, name, data_type, resource_type) VALUES (?, ?, ?, ?)",
       );
       for (const r of type.resources) insert.run(type.id, r.name, r.dataType, r.resourceType);
+      return this.thingType(type.id)!;
     })();
   }
 
@@ -201,12 +156,13 @@ export class SqliteThingStore implements ThingStore {
     ).get({ id, name });
   }
 
-  async putGroup(group: GroupHeader): Promise<void> {
+  async putGroup(group: GroupHeader): Promise<ThingGroup> {
     const now = isoNow();
     this.q(
       `INSERT INTO thing_groups (id, name, domain, created_at, updated_at) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT(id) DO UPDATE SET name = excluded.name, domain = excluded.domain, updated_at = excluded.updated_at`,
     ).run(group.id, group.name, group.domain, now, now);
+    return (await this.readGroup(group.id))!;
   }
 
   async deleteGroup(groupId: string): Promise<void> {
@@ -227,6 +183,34 @@ export class SqliteThingStore implements ThingStore {
   }
 
   // ---- internals ----
+
+  private thingType(id: string): ThingType | undefined {
+    const row = this.q<[string], HeaderRow>("SELECT * FROM thing_types WHERE id = ?").get(id);
+    if (!row) return undefined;
+    const resources = this.q<[string], ResourceDefinition>(
+      `SELECT name, data_type AS dataType, resource_type AS resourceType
+       FROM thing_type_resources WHERE thing_type = ? ORDER BY name`,
+    ).all(id);
+    return toThingType(row, resources);
+  }
+
+  private thing(thingName: string): Thing | undefined {
+    const row = this.q<[string], ThingRow>("SELECT * FROM things WHERE thing_name = ?").get(thingName);
+    return row && toThing(row);
+  }
+
+  private thingBySerial(serial: string): Thing | undefined {
+    const row = this.q<[string], ThingRow>("SELECT * FROM things WHERE serial = ?").get(serial);
+    return row && toThing(row);
+  }
+
+  private members(groupId: string): string[] {
+    return this.q<[string], { thing_name: string }>(
+      "SELECT thing_name FROM thing_group_members WHERE group_id = ? ORDER BY thing_name",
+    )
+      .all(groupId)
+      .map((r) => r.thing_name);
+  }
 
   /** The checks of a write inside its transaction: thing type, mode, serial held by another thing. */
   private checkThing(input: NewThing, item: ThingWriteItem): Thing | undefined {
@@ -287,16 +271,4 @@ export class SqliteThingStore implements ThingStore {
       thingName,
     )?.secret_hash;
   }
-}
-
-function toThing(row: ThingRow): Thing {
-  return {
-    thingName: row.thing_name,
-    thingType: row.thing_type,
-    domain: row.domain,
-    serial: row.serial,
-    label: row.label,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-  };
 }

@@ -4,9 +4,8 @@ import type { GroupHeader, NewThing, Thing, ThingGroup, ThingType, WriteMode } f
 /**
  * The registry's reads that the engine, the MQTT bridge, the proxy and every
  * access check make per message or per request, so they are synchronous:
- * SQLite answers them from its file; a store over a networked database
- * answers them from memory it keeps current from the bus (`thing.changed`,
- * `thingType.changed`, `thingGroup.*`), never with a round trip.
+ * answered from memory (`ThingView`), kept current from the bus
+ * (`thing.changed`, `thingType.changed`, `thingGroup.*`), never with a round trip.
  */
 export interface ThingLookups {
   thingType(id: string): ThingType | undefined;
@@ -43,14 +42,30 @@ export interface ThingWriteItem {
 
 export type ThingWriteResult = { change: "created" | "updated" | "unchanged"; thing: Thing } | { error: ApiError };
 
+/** Everything a store holds, as `ThingView` starts from it. */
+export interface ThingSnapshot {
+  /** By id. */
+  thingTypes: ThingType[];
+  /** By name. */
+  things: Thing[];
+  /** By id, each with its members. */
+  groups: ThingGroup[];
+}
+
 /**
- * Where thing types, things and groups are kept. Writes answer asynchronously,
- * as a networked database would, each method one atomic operation; the store
- * does not announce changes (the registry does, once they are stored).
+ * Where thing types, things, groups and device credentials are kept. Every method answers
+ * asynchronously, as a networked database would, each one atomic operation; what is read
+ * synchronously comes from `ThingView`, never from here. The store does not announce changes
+ * (the registry does, once they are stored).
  */
-export interface ThingStore extends ThingLookups {
-  /** Creates the type or replaces label, domain and resources, in one transaction. */
-  putThingType(type: Omit<ThingType, "createdAt" | "updatedAt">): Promise<void>;
+export interface ThingStore {
+  /** Every thing type, thing and group. */
+  loadAll(): Promise<ThingSnapshot>;
+  readThingType(id: string): Promise<ThingType | undefined>;
+  /** The group of this id with its members. */
+  readGroup(groupId: string): Promise<ThingGroup | undefined>;
+  /** Creates the type or replaces label, domain and resources, in one transaction; answers it as stored. */
+  putThingType(type: Omit<ThingType, "createdAt" | "updatedAt">): Promise<ThingType>;
   /** Deletes the type unless things still are of it; answers how many are (0: deleted). */
   deleteThingType(id: string): Promise<number>;
   /** What a batch's checks read before it is written: the stored things of these names. */
@@ -71,8 +86,8 @@ export interface ThingStore extends ThingLookups {
   upgradeSecretHash(thingName: string, expected: string, next: string): Promise<void>;
   /** Another group whose id or name is `id` or `name` (ids and names share one namespace). */
   groupClash(id: string, name: string): Promise<GroupHeader | undefined>;
-  /** Creates the group or changes its name and domain. */
-  putGroup(group: GroupHeader): Promise<void>;
+  /** Creates the group or changes its name and domain; answers it as stored, with its members. */
+  putGroup(group: GroupHeader): Promise<ThingGroup>;
   /** Deletes the group and its memberships. */
   deleteGroup(groupId: string): Promise<void>;
   /** Adds the things not in the group yet; answers those added. */

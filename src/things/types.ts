@@ -49,9 +49,13 @@ export interface NewThing {
   label?: string | undefined;
 }
 
-/** A thing to create or change; `generateSecret` makes dms generate its secret (returned once). */
+/**
+ * A thing to create or change; `generateSecret` makes dms generate its secret
+ * (returned once); `secretHash` is a chosen secret hashed beforehand (provisioning).
+ */
 export interface ThingWrite extends NewThing {
   generateSecret?: boolean | undefined;
+  secretHash?: string | undefined;
 }
 
 export type WriteMode = "create" | "update" | "upsert";

@@ -39,7 +39,7 @@ afterAll(async () => {
 
 const outbox = () => t.dms.services.actions;
 const status = (key: string): Payload =>
-  t.dms.services.db.prepare("SELECT * FROM action_outbox WHERE idempotency_key = ?").get(key);
+  t.dms.services.db!.prepare("SELECT * FROM action_outbox WHERE idempotency_key = ?").get(key);
 
 describe("EMAIL", () => {
   it("an smtp-server receives the substituted e-mail", async () => {

@@ -1,19 +1,13 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SqliteOutboxStore, type OutboxStore } from "../../src/actions/index.js";
+import { afterAll, beforeEach, describe, expect, it } from "vitest";
+import { PgOutboxStore, SqliteOutboxStore, actionsPgMigrations, type OutboxStore } from "../../src/actions/index.js";
 import { migrations } from "../../src/migrations.js";
-import { openDatabase, type Db } from "../../src/store/index.js";
+import { storeBackends } from "../support/backends.js";
 import { triggered } from "./support.js";
 
-/** The outbox's store on its own: what the outbox's workers and the dead-letter API rely on. */
-
-let db: Db;
-let store: OutboxStore;
-
-beforeEach(() => {
-  db = openDatabase({ dataDir: ":memory:", migrations });
-  store = new SqliteOutboxStore(db);
-});
-afterEach(() => db.close());
+/**
+ * One contract, every implementation of the outbox's store: what the outbox's workers, several
+ * outboxes sharing a database and the dead-letter API rely on, whichever database is behind it.
+ */
 
 const failed = (attempts: number, lastError: string) => ({
   status: "dead" as const,
@@ -22,7 +16,26 @@ const failed = (attempts: number, lastError: string) => ({
   lastError,
 });
 
-describe("SqliteOutboxStore", () => {
+const claim = (owner: string, now: number, limit: number, leaseUntil = now + 30_000) => ({
+  owner,
+  now,
+  limit,
+  leaseUntil,
+});
+
+const backends = storeBackends<OutboxStore>({
+  sqlite: { migrations, store: (db) => new SqliteOutboxStore(db) },
+  pg: { migrations: actionsPgMigrations, store: (pool) => new PgOutboxStore(pool) },
+});
+
+describe.each(backends)("outbox store contract: $name", (backend) => {
+  let store: OutboxStore;
+  let other: OutboxStore;
+  beforeEach(async () => {
+    [store, other] = await backend.openPair();
+  });
+  afterAll(() => backend.close());
+
   it("keeps an action once per idempotency key and hands due ones out once, the earliest due first", async () => {
     const a = triggered("WEBHOOK", { uri: "http://a" });
     const b = triggered("EMAIL", { to: "x@y" }, { thingName: "t2" });
@@ -32,8 +45,8 @@ describe("SqliteOutboxStore", () => {
     expect(await store.oldestWaiting()).toBe(1_000);
     expect(await store.nextDue()).toBe(1_000);
 
-    expect(await store.claim(999, 10)).toEqual([]);
-    const [first] = await store.claim(1_000, 1);
+    expect(await store.claim(claim("p1", 999, 10))).toEqual([]);
+    const [first] = await store.claim(claim("p1", 1_000, 1, 31_000));
     expect(first).toMatchObject({
       idempotencyKey: a.idempotencyKey,
       ruleId: "rule-1",
@@ -45,24 +58,66 @@ describe("SqliteOutboxStore", () => {
       status: "delivering",
       attempts: 0,
       lastError: null,
+      claimedBy: "p1",
+      leaseUntil: 31_000,
     });
     // A claimed delivery is not handed out again, nor due; the other one is.
-    expect((await store.claim(5_000, 10)).map((d) => d.idempotencyKey)).toEqual([b.idempotencyKey]);
+    expect((await store.claim(claim("p1", 5_000, 10))).map((d) => d.idempotencyKey)).toEqual([b.idempotencyKey]);
     expect(await store.nextDue()).toBeUndefined();
 
-    // Back to pending, due later: due again then, and a restart's release makes the other one pending too.
-    await store.settle(first!.id, { status: "pending", attempts: 1, nextAttemptAt: 9_000, lastError: "503" }, 6_000);
+    // Back to pending, due later: due again then, and a restart of p1 makes the other one pending too.
+    expect(
+      await store.settle(first!.id, { status: "pending", attempts: 1, nextAttemptAt: 9_000, lastError: "503" }, 6_000),
+    ).toBe(true);
     expect(await store.get(first!.id)).toMatchObject({
       status: "pending",
       attempts: 1,
       lastError: "503",
       updatedAt: 6_000,
+      claimedBy: null,
+      leaseUntil: null,
     });
-    await store.releaseClaims();
+    expect(await store.releaseClaims(6_000, "p1")).toBe(1);
     expect(await store.nextDue()).toBe(1_000);
     // The earliest due first when the pool has room for one only.
-    expect((await store.claim(9_000, 1)).map((d) => d.idempotencyKey)).toEqual([b.idempotencyKey]);
-    expect((await store.claim(9_000, 1)).map((d) => d.idempotencyKey)).toEqual([a.idempotencyKey]);
+    expect((await store.claim(claim("p1", 9_000, 1))).map((d) => d.idempotencyKey)).toEqual([b.idempotencyKey]);
+    expect((await store.claim(claim("p1", 9_000, 1))).map((d) => d.idempotencyKey)).toEqual([a.idempotencyKey]);
+  });
+
+  it("a live owner's claims stay its own at another's start, while ended leases go again", async () => {
+    await store.accept(
+      [1, 2, 3].map((n) => triggered("WEBHOOK", { uri: `http://${n}` })),
+      1_000,
+    );
+    const [live] = await store.claim(claim("alive", 1_000, 1, 10_000));
+    const [dead] = await store.claim(claim("died", 1_000, 1, 2_000));
+    const [renewed] = await store.claim(claim("busy", 1_000, 1, 2_000));
+    await store.renew("busy", 20_000);
+
+    // A third process starts at 5 000: only the claim whose lease ended is released.
+    expect(await other.releaseClaims(5_000, "starting")).toBe(1);
+    expect(await other.get(dead!.id)).toMatchObject({ status: "pending", claimedBy: null });
+    expect(await other.get(live!.id)).toMatchObject({ status: "delivering", claimedBy: "alive", leaseUntil: 10_000 });
+    expect(await other.get(renewed!.id)).toMatchObject({ status: "delivering", claimedBy: "busy", leaseUntil: 20_000 });
+    expect((await other.claim(claim("starting", 5_000, 10))).map((d) => d.id)).toEqual([dead!.id]);
+
+    // The owner whose claim was taken over cannot settle it any more; the new owner can.
+    const delivered = { status: "delivered" as const, attempts: 1, nextAttemptAt: 1_000, lastError: null };
+    expect(await store.settle(dead!.id, delivered, 6_000, "died")).toBe(false);
+    expect(await other.settle(dead!.id, delivered, 6_000, "starting")).toBe(true);
+    expect(await store.settle(live!.id, delivered, 6_000, "alive")).toBe(true);
+    expect(await store.countWaiting()).toBe(1);
+  });
+
+  it("two stores on one database claiming at once never take the same delivery", async () => {
+    const actions = Array.from({ length: 200 }, (_, n) => triggered("WEBHOOK", { uri: `http://${n}` }));
+    await store.accept(actions, 1_000);
+    const claims = await Promise.all(
+      Array.from({ length: 20 }, (_, n) => (n % 2 ? store : other).claim(claim(`p${n % 2}`, 1_000, 15))),
+    );
+    const ids = claims.flat().map((d) => d.id);
+    expect(ids).toHaveLength(200);
+    expect(new Set(ids).size).toBe(200);
   });
 
   it("prunes delivered ones only, and lists dead letters of the given domains newest first, by pages", async () => {
@@ -73,7 +128,7 @@ describe("SqliteOutboxStore", () => {
       triggered("WEBHOOK", { uri: "http://4" }),
     ];
     await store.accept(actions, 1_000);
-    const [d1, d2, d3, d4] = (await store.claim(1_000, 10)).sort((x, y) => x.id - y.id);
+    const [d1, d2, d3, d4] = (await store.claim(claim("p1", 1_000, 10))).sort((x, y) => x.id - y.id);
     await store.settle(d1!.id, failed(3, "gone"), 2_000);
     await store.settle(d2!.id, failed(1, "gone"), 2_000);
     await store.settle(d3!.id, failed(1, "gone"), 2_000);

@@ -6,6 +6,9 @@ import {
   checkActionConfig,
   hostAddresses,
   isPrivateAddress,
+  isPrivateHost,
+  normalHost,
+  publicOnlyLookup,
   type Outbox,
 } from "../../src/actions/index.js";
 import { migrations } from "../../src/migrations.js";
@@ -97,8 +100,91 @@ describe("webhook targets without DMS_WEBHOOK_ALLOW_PRIVATE", () => {
   });
 });
 
-// Issue 14, finding 7: rule creation accepted [::7f00:1], [::ffff:0:7f00:1], [64:ff9b::7f00:1], 198.18.0.1
-// and the host's own address. Classification is now ipaddr.js' range() with embedded IPv4 unwrapped.
+/** A rule on acme's type 10 with these actions. */
+const ruleWith = (actions: { type: string; config: Record<string, unknown> }[]) => ({
+  name: "hook",
+  enabled: true,
+  filter: { domain: "acme", thingType: "10" },
+  expression: [{ operator: "gt", resource: "temp", value: 1 }],
+  threshold: { count: 1, interval: 0 },
+  actions,
+});
+
+/** Spellings of a non-public host and the one spelling each is classified and looked up as. */
+const HOST_SPELLINGS: [string, string][] = [
+  ["localhost.", "localhost"],
+  ["LOCALHOST", "localhost"],
+  ["LocalHost.", "localhost"],
+  ["localhost..", "localhost"],
+  ["API.Localhost.", "api.localhost"],
+  ["%6c%6fcalhost", "localhost"],
+  ["localhost%2E", "localhost"],
+  ["%4C%4F%43%41%4C%48%4F%53%54", "localhost"],
+  ["\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54", "localhost"], // fullwidth, mapped by IDNA
+  ["xn--bcher-kva.localhost", "xn--bcher-kva.localhost"],
+  ["b\u00fccher.localhost.", "xn--bcher-kva.localhost"], // IDNA to punycode
+  ["127.0.0.1.", "127.0.0.1"],
+  ["127.1", "127.0.0.1"],
+  ["127.1.", "127.0.0.1"],
+  ["0x7f000001", "127.0.0.1"],
+  ["0x7f000001..", "127.0.0.1"],
+  ["%31%32%37.0.0.1", "127.0.0.1"],
+];
+
+describe("a host name in any spelling is normalised once, then classified", () => {
+  it("normalHost gives each spelling its one form (trailing dots, case, percent-encoding, IDNA, IPv4 numbers)", () => {
+    for (const [spelling, normal] of HOST_SPELLINGS)
+      expect([spelling, normalHost(spelling)]).toEqual([spelling, normal]);
+    expect(normalHost("Hooks.Example.COM.")).toBe("hooks.example.com");
+    expect(normalHost("[::1]")).toBe("::1");
+    expect(normalHost("a b")).toBe("");
+  });
+
+  it("the check without lookup refuses every spelling, and a name that is no host name", () => {
+    for (const [spelling] of HOST_SPELLINGS) expect([spelling, isPrivateHost(spelling)]).toEqual([spelling, true]);
+    expect(isPrivateHost("a b")).toBe(true);
+    expect(isPrivateHost("Hooks.Example.COM.")).toBe(false);
+  });
+
+  it("the connect-time lookup refuses every spelling before it resolves anything", async () => {
+    for (const [spelling] of HOST_SPELLINGS) {
+      const code = await new Promise<string | undefined>((resolve) =>
+        publicOnlyLookup(spelling, {}, (err) => resolve(err?.code)),
+      );
+      expect([spelling, code]).toEqual([spelling, "EPRIVATETARGET"]);
+    }
+  });
+
+  it("a substituted uri in another spelling of localhost is refused at delivery: a dead letter, nothing sent", async () => {
+    const port = new URL(hook.url).port;
+    const actions = ["localhost.", "LOCALHOST", "%6c%6fcalhost"].map((host) =>
+      triggered("WEBHOOK", { uri: "http://${observation.host}:" + port + "/x", body: "x" }, { state: { host } }),
+    );
+    await outbox.accept(actions);
+    await until(() => actions.every((a) => row(a.idempotencyKey)?.status === "dead"), "dead letters");
+    for (const a of actions) expect(row(a.idempotencyKey)!.last_error).toContain("not a public address: localhost");
+    expect(hook.requests).toHaveLength(0);
+  });
+
+  it("POST /rules refuses http://localhost.:PORT/x as INVALID_RULE_CONFIG naming uri", async () => {
+    const t = await startTestDms();
+    try {
+      const res = await t.call("POST", "/rules", {
+        user: "alice",
+        body: ruleWith([
+          { type: "WEBHOOK", config: { uri: `http://localhost.:${new URL(hook.url).port}/x`, body: "x" } },
+        ]),
+      });
+      expect(res.status).toBe(400);
+      expect(await json(res)).toMatchObject({ messageKey: "INVALID_RULE_CONFIG", property: "actions.0.config.uri" });
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+// Private targets in disguise ([::7f00:1], [::ffff:0:7f00:1], [64:ff9b::7f00:1], 198.18.0.1, the host's own
+// address) are refused: classification is ipaddr.js' range() with embedded IPv4 unwrapped.
 describe("the class of non-public addresses, in every form, refused at validation", () => {
   const refused: [string, string][] = [
     // IPv4 ranges
@@ -154,6 +240,8 @@ describe("the class of non-public addresses, in every form, refused at validatio
     ["[2001:0:a00:1::1]", "Teredo with a private server"],
     ["localhost", "localhost name"],
     ["api.localhost", "localhost name"],
+    // Other spellings of the same hosts, normalised once before they are classified
+    ...HOST_SPELLINGS.map(([spelling]): [string, string] => [spelling, "another spelling"]),
   ];
   const publicOnes = [
     "8.8.8.8",
@@ -206,17 +294,10 @@ describe("names are resolved and checked, at CREATE and at connect", () => {
     try {
       const res = await t.call("POST", "/rules", {
         user: "alice",
-        body: {
-          name: "hook",
-          enabled: true,
-          filter: { domain: "acme", thingType: "10" },
-          expression: [{ operator: "gt", resource: "temp", value: 1 }],
-          threshold: { count: 1, interval: 0 },
-          actions: [
-            { type: "EVENT", config: { classification: "ALARM", message: "m" } },
-            { type: "WEBHOOK", config: { uri: "http://vm:8080/x", body: "x" } },
-          ],
-        },
+        body: ruleWith([
+          { type: "EVENT", config: { classification: "ALARM", message: "m" } },
+          { type: "WEBHOOK", config: { uri: "http://vm:8080/x", body: "x" } },
+        ]),
       });
       expect(res.status).toBe(400);
       const body = await json(res);

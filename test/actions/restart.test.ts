@@ -42,10 +42,10 @@ describe("the outbox across a restart", () => {
     // A third action was being delivered when the process died.
     const inFlight = triggered("WEBHOOK", { uri: `${hook.url}/r`, body: "in flight" });
     await first.dms.services.actions.accept([inFlight]);
-    first.dms.services.db
-      .prepare("UPDATE action_outbox SET status = 'delivering' WHERE idempotency_key = ?")
+    first.dms.services
+      .db!.prepare("UPDATE action_outbox SET status = 'delivering' WHERE idempotency_key = ?")
       .run(inFlight.idempotencyKey);
-    const keys = first.dms.services.db.prepare("SELECT idempotency_key AS k FROM action_outbox").all() as {
+    const keys = first.dms.services.db!.prepare("SELECT idempotency_key AS k FROM action_outbox").all() as {
       k: string;
     }[];
     expect(keys).toHaveLength(3);

@@ -26,7 +26,7 @@ afterEach(() => {
 
 const outbox = () => t.dms.services.actions;
 const delivery = (key: string): Payload =>
-  t.dms.services.db.prepare("SELECT * FROM action_outbox WHERE idempotency_key = ?").get(key);
+  t.dms.services.db!.prepare("SELECT * FROM action_outbox WHERE idempotency_key = ?").get(key);
 /** Waits until the outbox has settled `attempts` attempts of the delivery (so a retry is scheduled). */
 const settled = (key: string, attempts: number) =>
   until(() => {
@@ -178,7 +178,7 @@ describe("WEBHOOK", () => {
     clock.advance(7 * 24 * 3600_000 + 1);
     expect(await outbox().prune()).toBeGreaterThan(0);
     expect(delivery(action.idempotencyKey)).toBeUndefined();
-    const dead = t.dms.services.db.prepare("SELECT count(*) AS n FROM action_outbox WHERE status = 'dead'").get() as {
+    const dead = t.dms.services.db!.prepare("SELECT count(*) AS n FROM action_outbox WHERE status = 'dead'").get() as {
       n: number;
     };
     expect(dead.n).toBeGreaterThan(0);

@@ -281,7 +281,13 @@ describe("/admin/users", () => {
     const body = { userName: "twin", password: "password1", role: "Read", homeDomain: "acme" };
     const statuses = await Promise.all([admin("POST", "/admin/users", body), admin("POST", "/admin/users", body)]);
     expect(statuses.map((r) => r.status).sort()).toEqual([200, 409]);
-    const thing = { thingName: "twin", thingType: "10", domain: "acme", serial: "SN-TWIN", secret: "twin-pw" };
+    const thing = {
+      thingName: "twin",
+      thingType: "10",
+      domain: "acme",
+      serial: "SN-TWIN",
+      secret: "twin-pw-0123456789abcdef",
+    };
     const things = await Promise.all([admin("POST", "/admin/things", thing), admin("POST", "/admin/things", thing)]);
     expect(things.map((r) => r.status).sort()).toEqual([200, 409]);
   });
@@ -402,7 +408,14 @@ describe("/admin/things", () => {
   it("creates (200) with serial and a write-only secret, reads, updates and deletes", async () => {
     const res = await t.call("POST", "/admin/things", {
       user: "alice",
-      body: { thingName: "w1", thingType: "10", domain: "west", serial: "SN-W1", secret: "w1-secret", label: "W1" },
+      body: {
+        thingName: "w1",
+        thingType: "10",
+        domain: "west",
+        serial: "SN-W1",
+        secret: "w1-secret-0123456789abcdef",
+        label: "W1",
+      },
     });
     expect(res.status).toBe(200);
     const body = await json(res);
@@ -416,18 +429,18 @@ describe("/admin/things", () => {
       updatedAt: expect.any(String),
     });
     const registry = t.dms.services.registry;
-    expect(await registry.verifyThingSecret("w1", "w1-secret")).toBe(true);
+    expect(await registry.verifyThingSecret("w1", "w1-secret-0123456789abcdef")).toBe(true);
 
     const got = await t.call("GET", "/admin/things/w1", { user: "alice" });
     expect(await json(got)).toEqual(body);
     const patched = await t.call("PATCH", "/admin/things/w1", {
       user: "alice",
-      body: { secret: "w1-new", label: "W one" },
+      body: { secret: "w1-new-0123456789abcdef", label: "W one" },
     });
     expect(await json(patched)).toMatchObject({ label: "W one", serial: "SN-W1" });
     expect(JSON.stringify(await json(await admin("GET", "/admin/things")))).not.toMatch(/secret|scrypt/);
-    expect(await registry.verifyThingSecret("w1", "w1-new")).toBe(true);
-    expect(await registry.verifyThingSecret("w1", "w1-secret")).toBe(false);
+    expect(await registry.verifyThingSecret("w1", "w1-new-0123456789abcdef")).toBe(true);
+    expect(await registry.verifyThingSecret("w1", "w1-secret-0123456789abcdef")).toBe(false);
 
     const byType = (await json(await admin("GET", "/admin/things?thingType=20"))).things;
     expect(byType.map((x: { thingName: string }) => x.thingName)).toEqual(["e1"]);

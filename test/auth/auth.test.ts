@@ -125,7 +125,7 @@ describe("service endpoints", () => {
   });
 });
 
-// Issue 14, finding 8: a refresh token could be exchanged again and again. Now each exchange uses it up.
+// A refresh token is used up by its exchange, so a stolen one cannot be exchanged again and again.
 describe("refresh tokens rotate", () => {
   const refresh = (dms: TestDms, refreshToken: string) => dms.call("POST", "/auth/refresh", { body: { refreshToken } });
   const loginAt = async (dms: TestDms): Promise<string> => {

@@ -13,7 +13,7 @@ const as = (userName: string): Principal => auth.identity.principal(userName)!;
 beforeAll(async () => {
   parts = await openParts();
   auth = createAuth({
-    db: parts.db,
+    store: parts.stores.identity,
     bus: parts.bus,
     clock: () => now,
     tokenSecret: "unit-secret-unit-secret-unit-secret",

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { formulate } from "../../bench/engine/peer/formulations.js";
 import { translate } from "../../bench/engine/peer/translate.js";
 import { workload } from "../../bench/engine/workload.js";
 import type { ExpressionItem, Rule } from "../../src/rules/index.js";
@@ -95,5 +96,28 @@ describe("bench/engine's rules as Esper EPL", () => {
     expect(spec.things).toHaveLength(6);
     // 23 shapes compile once each; the constants are parameters.
     expect(new Set(spec.statements.map((s) => s.epl)).size).toBeLessThan(30);
+  });
+
+  it("formulates the rules as tables of constants, one join per condition shape, the runs counted once for all rules", () => {
+    const w = workload({ types: 2, thingsPerType: 3 });
+    const spec = translate(w.rules, w.things);
+    expect(formulate(spec, "statements")).toBeUndefined();
+    const merge = formulate(spec, "table-merge")!;
+    const shapes = new Set(spec.statements.map((s) => `${s.presence}\n${s.condition}`)).size;
+    expect(merge.rows).toHaveLength(shapes);
+    expect(merge.rows.flatMap((r) => r.rows.map((row) => row[0]))).toEqual(
+      expect.arrayContaining(w.rules.map((r) => r.id)),
+    );
+    expect(merge.rows.reduce((n, r) => n + r.rows.length, 0)).toBe(w.rules.length);
+    expect(merge.module.match(/^create table Rules\d+ \(ruleId string primary key/gm)).toHaveLength(shapes);
+    expect(merge.module.match(/^insert into Eval /gm)).toHaveLength(shapes);
+    expect(merge.module.match(/^on Eval as e merge Counts/gm)).toHaveLength(1);
+    expect(merge.module).toContain("from Obs(temp is not null) as o unidirectional");
+    expect(merge.module).toContain("coalesce(o.temp > o.prevTemp + 800, false) as hit");
+    expect(formulate(spec, "table-merge-live")!.module).toContain("or Counts[r.ruleId, o.thingName].n is not null");
+    expect(formulate(spec, "window-merge")!.module).toContain("create window Rules0#keepall as RuleRow0");
+    const recognize = formulate(spec, "table-recognize")!.module;
+    expect(recognize).toContain("partition by ruleId, thingName");
+    expect(recognize).not.toContain("merge Counts");
   });
 });

@@ -116,7 +116,7 @@ describe("thresholds", () => {
     it("an observation without the rule's resources neither matches nor resets its count", async () => {
       const { engine, sink } = setup();
       engine.load([makeRule("r", [warm], { count: 3, interval: 0 })]);
-      // temp every minute, battery in between: the tracker of the issue.
+      // temp every minute, battery in between: the tracker of docs/engine.md, "Partial observations".
       for (const state of [{ temp: 85 }, { battery: 50 }, { temp: 86 }, { battery: 49 }, { battery: 48 }]) {
         await engine.handle([obs("t1", state)]);
       }

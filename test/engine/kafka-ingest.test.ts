@@ -93,7 +93,7 @@ describe("SET_RESOURCE with Kafka", () => {
     expect(JSON.parse(produced.value!.toString())).toMatchObject({ thingName: "t1", state: { alarm: 35 } });
 
     // The engine process read it from the topic: its state has the alarm, and on-alarm triggered on it.
-    const outbox = actions.dms.services.db.prepare<[], { payload: string; status: string }>(
+    const outbox = actions.dms.services.db!.prepare<[], { payload: string; status: string }>(
       "SELECT payload, status FROM action_outbox WHERE rule_id = 'on-alarm'",
     );
     await until(() => outbox.all().length === 1, 20_000, "on-alarm triggered by the fed-back observation");
@@ -102,8 +102,8 @@ describe("SET_RESOURCE with Kafka", () => {
     expect(payload.thing.state).toMatchObject({ temp: 35, alarm: 35 });
     await until(() => outbox.all()[0]!.status === "delivered", 20_000, "the EVENT delivered");
     // The set-alarm delivery succeeded once the broker took the observation.
-    const setAlarm = actions.dms.services.db
-      .prepare<[], { status: string }>("SELECT status FROM action_outbox WHERE rule_id = 'set-alarm'")
+    const setAlarm = actions.dms.services
+      .db!.prepare<[], { status: string }>("SELECT status FROM action_outbox WHERE rule_id = 'set-alarm'")
       .all();
     expect(setAlarm).toEqual([{ status: "delivered" }]);
   });
@@ -125,7 +125,7 @@ describe("device observations over MQTT with Kafka", () => {
     const device = await mqtt.connectAsync(`mqtt://127.0.0.1:${bridge.dms.services.deviceBridge!.port!}`, {
       clientId: "t1",
       username: "t1",
-      password: "dev-pw",
+      password: "dev-pw-0123456789abcdef",
       reconnectPeriod: 0,
     });
     const timestamp = Date.now();
@@ -161,8 +161,8 @@ describe("device observations over MQTT with Kafka", () => {
     });
     expect(JSON.parse(raw[1]!.value!.toString())).toEqual({ thingName: "t1", timestamp: timestamp + 2, state: {} });
 
-    const letters = bridge.dms.services.db
-      .prepare<[], { source: string; thing_name: string; domain: string; reason: string }>(
+    const letters = bridge.dms.services
+      .db!.prepare<[], { source: string; thing_name: string; domain: string; reason: string }>(
         "SELECT source, thing_name, domain, reason FROM engine_dead_letters ORDER BY id",
       )
       .all();
@@ -186,7 +186,7 @@ describe("SET_RESOURCE when the broker cannot be reached", () => {
 
   it("fails the delivery so the outbox retries it", async () => {
     await actions.dms.services.actions.accept([triggered("SET_RESOURCE", { resource: "alarm", value: 1 })]);
-    const row = actions.dms.services.db.prepare<[], { status: string; attempts: number; last_error: string | null }>(
+    const row = actions.dms.services.db!.prepare<[], { status: string; attempts: number; last_error: string | null }>(
       "SELECT status, attempts, last_error FROM action_outbox WHERE rule_id = 'rule-1'",
     );
     await until(() => (row.get()?.attempts ?? 0) >= 1, 60_000, "a failed attempt");

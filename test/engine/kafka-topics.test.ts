@@ -91,12 +91,15 @@ describe("a broker down when dms starts", () => {
     };
     const brokers = `127.0.0.1:${first}`;
     const topic = "dms.observations";
-    t = await startTestDms({ env: { DMS_ROLES: "api,engine", ...kafkaEnv(brokers, topic) } });
+    t = await startTestDms({ env: { DMS_ROLES: "api,engine", ...kafkaEnv(brokers, topic) }, awaitReady: false });
     const before = await readyz(t);
     expect(before.status).toBe(503);
     expect(before.body.conditions).toContainEqual({ name: `kafka:${topic}`, ready: false, detail: expect.any(String) });
-    // The REST interface answers meanwhile.
+    // The probes answer meanwhile; operations wait for the consumer, as for any condition of starting.
     expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
+    const early = await t.call("GET", "/rules", { headers: { authorization: "Bearer x" } });
+    expect(early.status).toBe(503);
+    expect(await json(early)).toMatchObject({ messageKey: "SERVICE_STARTING" });
 
     own = env;
     await startKafka(env);

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { stateDoc } from "../../src/engine/state/sqlite.js";
+import { stateDoc } from "../../src/engine/state/doc.js";
 import type { ThingState, ThresholdState } from "../../src/engine/index.js";
 
 /** The document as one JSON.stringify of it makes it: what the hand-written JSON must equal. */

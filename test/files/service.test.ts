@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createFiles, type Files } from "../../src/files/index.js";
+import { LocalFileStore, SqliteFileMetadataStore, createFiles, type Files } from "../../src/files/index.js";
 import { openParts, refusal, type Parts } from "../support/parts.js";
 
 /** Files made from their parts: bytes on local disk, metadata on SQLite (no service, no HTTP). */
@@ -13,7 +13,11 @@ let parts: Parts;
 let dataDir: string;
 let files: Files;
 
-const deps = () => ({ ...parts, dataDir });
+/** A start of the file store over `dataDir`: each call is a process starting on the same disk and database. */
+const deps = () => ({
+  ...parts,
+  store: new LocalFileStore({ metadata: new SqliteFileMetadataStore(parts.db), dir: join(dataDir, "files") }),
+});
 const body = (s: string) => Readable.from([Buffer.from(s)]);
 
 beforeAll(async () => {
@@ -21,8 +25,8 @@ beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), "dms-files-unit-"));
   files = createFiles(deps());
 });
-afterAll(() => {
-  parts.close();
+afterAll(async () => {
+  await parts.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
 

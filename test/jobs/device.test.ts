@@ -47,16 +47,20 @@ describe("device connections", () => {
         },
         (e: Error) => e.message,
       );
-    expect(await attempt({ clientId: "d1", username: "d1", password: "dev-pw" })).toBe("connected");
+    expect(await attempt({ clientId: "d1", username: "d1", password: "dev-pw-0123456789abcdef" })).toBe("connected");
     expect(await attempt({ clientId: "d1", username: "d1", password: "wrong" })).toMatch(/Bad username or password/i);
-    expect(await attempt({ clientId: "ghost", username: "ghost", password: "dev-pw" })).toMatch(/Bad username/i);
-    expect(await attempt({ clientId: "d2", username: "d1", password: "dev-pw" })).toMatch(/Identifier rejected/i);
+    expect(await attempt({ clientId: "ghost", username: "ghost", password: "dev-pw-0123456789abcdef" })).toMatch(
+      /Bad username/i,
+    );
+    expect(await attempt({ clientId: "d2", username: "d1", password: "dev-pw-0123456789abcdef" })).toMatch(
+      /Identifier rejected/i,
+    );
     expect(await attempt({ clientId: "d1" })).toMatch(/Bad username/i);
   });
 
   it("refuse a device another thing's topics", async () => {
     const victim = await connect("d2");
-    const intruder = await Device.connect(url, "d3", "dev-pw", false);
+    const intruder = await Device.connect(url, "d3", "dev-pw-0123456789abcdef", false);
     devices.push(intruder);
     // mqtt.js turns a SUBACK of 0x80 (failure) into an error.
     await expect(intruder.client.subscribeAsync("things/d2/jobs/#", { qos: 1 })).rejects.toThrow(/Subscribe error/);
@@ -67,7 +71,7 @@ describe("device connections", () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(victim.messages.filter((m) => m.topic.endsWith("/get/accepted"))).toEqual([]);
     // Nor may a device forge the service's replies on its own topics.
-    const forger = await Device.connect(url, "d4", "dev-pw", false);
+    const forger = await Device.connect(url, "d4", "dev-pw-0123456789abcdef", false);
     devices.push(forger);
     const forgerClosed = new Promise<void>((resolve) => forger.client.once("close", () => resolve()));
     forger.client.publish("things/d4/jobs/notify-next", "{}", { qos: 1 });
@@ -261,7 +265,7 @@ describe("timers", () => {
     const { jobs } = t.dms.services;
     const released = async () => {
       const pending = await Promise.all(things.map((n) => jobs!.pending(n)));
-      return pending.filter((executions) => executions.some((e) => e.job_id === jobId)).length;
+      return pending.filter((executions) => executions.some((e) => e.jobId === jobId)).length;
     };
     expect(await released()).toBe(2);
     expect((await last.request("get")).payload.queuedJobs).toEqual([]);

@@ -21,11 +21,11 @@ beforeAll(async () => {
       },
     ],
   });
-  jobs = createJobs(parts);
+  jobs = createJobs({ ...parts, store: parts.stores.jobs });
 });
-afterAll(() => {
+afterAll(async () => {
   jobs.jobs.close();
-  parts.close();
+  await parts.close();
 });
 
 async function documentOf(p: Principal, domain: string): Promise<string> {

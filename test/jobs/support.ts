@@ -10,7 +10,7 @@ export function jobsProvision(extraThings: string[] = []): Provision {
     thingName,
     thingType: "10",
     domain: "acme",
-    secret: "dev-pw",
+    secret: "dev-pw-0123456789abcdef",
   }));
   return {
     ...BASE_PROVISION,
@@ -154,7 +154,12 @@ export class Device {
     });
   }
 
-  static async connect(url: string, thingName: string, password = "dev-pw", subscribe = true): Promise<Device> {
+  static async connect(
+    url: string,
+    thingName: string,
+    password = "dev-pw-0123456789abcdef",
+    subscribe = true,
+  ): Promise<Device> {
     const client = await mqtt.connectAsync(url, {
       clientId: thingName,
       username: thingName,

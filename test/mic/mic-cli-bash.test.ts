@@ -76,7 +76,7 @@ describe("mic-cli-bash, its answers read as text", () => {
 
   it("without a public client key the metadata manifest has no ApiKey, and the CLI stops there", async () => {
     // Unmark the public key, as a provisioning without one would leave it.
-    t.dms.services.db.prepare("UPDATE api_keys SET public_key = NULL").run();
+    t.dms.services.db!.prepare("UPDATE api_keys SET public_key = NULL").run();
     const { out } = await runCli({});
     expect(out.error).toBe("short-api-key");
   });

@@ -39,7 +39,7 @@ describe("device observations over MQTT", () => {
     const device = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, {
       clientId: "t1",
       username: "t1",
-      password: "dev-pw",
+      password: "dev-pw-0123456789abcdef",
       reconnectPeriod: 0,
     });
     const timestamp = Date.now();
@@ -83,7 +83,13 @@ describe("device observations over MQTT", () => {
   it("still reach the device itself when it subscribed to them, as well as the engine", async () => {
     const port = t.dms.services.deviceBridge!.port!;
     // Persistent sessions: the second connection's subscriptions are restored by aedes, not subscribed again.
-    const options = { clientId: "t2", username: "t2", password: "dev-pw", reconnectPeriod: 0, clean: false };
+    const options = {
+      clientId: "t2",
+      username: "t2",
+      password: "dev-pw-0123456789abcdef",
+      reconnectPeriod: 0,
+      clean: false,
+    };
     const first = await mqtt.connectAsync(`mqtt://127.0.0.1:${port}`, options);
     await first.subscribeAsync("things/t2/+", { qos: 1 });
     await first.endAsync();
@@ -106,7 +112,7 @@ describe("QoS 1 device observations (group commit)", () => {
     mqtt.connectAsync(`mqtt://127.0.0.1:${t.dms.services.deviceBridge!.port!}`, {
       clientId: thingName,
       username: thingName,
-      password: "dev-pw",
+      password: "dev-pw-0123456789abcdef",
       reconnectPeriod,
     });
   const storedAt = (timestamp: number): number => storedObservations(t, timestamp, timestamp).length;

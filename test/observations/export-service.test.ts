@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMailer } from "../../src/mail/index.js";
-import { createExports, openObservations, type Exports } from "../../src/observations/index.js";
+import { createExports, type Exports } from "../../src/observations/index.js";
 import { openParts, refusal, type Parts } from "../support/parts.js";
 
 /** The exports capability made from its parts on SQLite (no service, no HTTP): access rules, store, scheduler. */
@@ -17,8 +17,8 @@ beforeAll(async () => {
   parts = await openParts();
   dataDir = mkdtempSync(join(tmpdir(), "dms-export-unit-"));
   exports = createExports({
-    db: parts.db,
-    reader: openObservations({ dataDir: ":memory:", db: parts.db, writerThread: false }).reader,
+    store: parts.stores.exports,
+    reader: parts.stores.observations.reader,
     registry: parts.registry,
     mailer: createMailer(undefined, "dms@test", parts.logger),
     logger: parts.logger,
@@ -29,7 +29,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await exports.runner.stop();
-  parts.close();
+  await parts.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
 

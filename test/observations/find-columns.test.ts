@@ -53,8 +53,8 @@ const reading = (i: number, timestamp: number, state: Record<string, unknown> = 
 /** Three days of readings, every 10 minutes. */
 const threeDays = (): ObservationDocument[] => Array.from({ length: 3 * 144 }, (_, i) => reading(i, T0 + i * 600_000));
 
-const find = (reader: ObservationReader, request: unknown, maxMatches?: number): Payload => {
-  const answer = runFind(reader, planFind(request, NOW), { thingTypes: TYPES }, maxMatches);
+const find = async (reader: ObservationReader, request: unknown, maxMatches?: number): Promise<Payload> => {
+  const answer = await runFind(reader, planFind(request, NOW), { thingTypes: TYPES }, maxMatches);
   return { ...answer, took: 0 };
 };
 
@@ -107,8 +107,8 @@ async function pair() {
   const docs = threeDays();
   await both(docs);
   await fromColumns.store.maintain();
-  const same = (reader: ObservationReader = fromColumns.reader) => {
-    for (const request of DASHBOARD) expect(find(reader, request)).toEqual(find(fromRows.reader, request));
+  const same = async (reader: ObservationReader = fromColumns.reader) => {
+    for (const request of DASHBOARD) expect(await find(reader, request)).toEqual(await find(fromRows.reader, request));
   };
   return { fromRows, fromColumns, both, same, docs };
 }
@@ -117,38 +117,38 @@ describe("FIND from the column cache of closed days", () => {
   it("answers what the rows answer, and again after late rows and retention change a closed day", async () => {
     // Only the second store's days close: its reader then reads them from their columns.
     const { fromRows, fromColumns, both, same, docs } = await pair();
-    same();
+    await same();
 
     // A late device: rows into a day that closed and whose columns are built (and a new field, `extra`).
     const late = [reading(1, T0 + 3_600_000, { extra: 7 }), reading(3, T0 + 2 * DAY_MS - 1, { temp: 99 })];
     await both(late);
-    same();
-    expect(find(fromColumns.reader, DASHBOARD[4]!).hits.total).toBe(1);
+    await same();
+    expect((await find(fromColumns.reader, DASHBOARD[4]!)).hits.total).toBe(1);
     // The writer stores the day's columns again; a reader that never saw the day reads them.
     await fromColumns.store.maintain();
     const stored = fromColumns.db.prepare("SELECT count(*) AS n FROM observation_columns").get() as { n: number };
     expect(stored.n).toBe(3);
     const fresh = new SqliteObservationReader(fromColumns.db);
-    same(fresh);
+    await same(fresh);
 
     // Retention cuts the first day: the rows it deleted are gone from the columns too.
     const cutoff = T0 + DAY_MS / 3;
     for (const s of [fromRows, fromColumns]) await s.store.deleteOlderThan(cutoff, 1_000);
-    same();
-    expect(find(fromColumns.reader, { size: 0, query: since(0) }).hits.total).toBe(
+    await same();
+    expect((await find(fromColumns.reader, { size: 0, query: since(0) })).hits.total).toBe(
       [...docs, ...late].filter((d) => d.timestamp >= cutoff).length,
     );
   });
 
   it("reads rows stored late into a closed day beside its columns, without taking the day apart again", async () => {
     const { fromRows, fromColumns, both, same } = await pair();
-    same();
+    await same();
     const build = vi.spyOn(DayColumns, "build");
     try {
       // A device with a lagging clock: a row into the first (closed) day now and then, the dashboard between them.
       const trickle = async (k: number) => {
         await both([reading(k, T0 + (k % 24) * 3_600_000 + 1, { temp: 100 + k, extra: k })]);
-        same();
+        await same();
       };
       for (let k = 0; k < 9; k++) await trickle(k);
       expect(build).not.toHaveBeenCalled();
@@ -158,8 +158,8 @@ describe("FIND from the column cache of closed days", () => {
       await trickle(9);
       expect(storeDayColumns(fromColumns.db, Infinity)).toBe(1);
       expect(build).toHaveBeenCalledTimes(1);
-      same();
-      same(new SqliteObservationReader(fromColumns.db));
+      await same();
+      await same(new SqliteObservationReader(fromColumns.db));
       expect(build).toHaveBeenCalledTimes(1);
     } finally {
       build.mockRestore();
@@ -167,9 +167,10 @@ describe("FIND from the column cache of closed days", () => {
     // Retention drops the first day whole, and a late row makes it again: nothing of the old columns is read.
     for (const s of [fromRows, fromColumns]) await s.store.deleteOlderThan(T0 + DAY_MS, 1_000_000);
     await both([reading(5, T0 + 600_000, { temp: -50 })]);
-    same();
+    await same();
     expect(
-      find(fromColumns.reader, { size: 0, query: since(0, { range: { timestamp: { lt: T0 + DAY_MS } } }) }).hits.total,
+      (await find(fromColumns.reader, { size: 0, query: since(0, { range: { timestamp: { lt: T0 + DAY_MS } } }) })).hits
+        .total,
     ).toBe(1);
   });
 
@@ -211,7 +212,7 @@ describe("FIND from the column cache of closed days", () => {
           } else if (s.op === "retention") {
             for (const x of [fromRows, fromColumns]) await x.store.deleteOlderThan(T0 + s.cut * 600_000, 1_000_000);
           } else reader = new SqliteObservationReader(fromColumns.db);
-          same(reader);
+          await same(reader);
         }
         for (const x of [fromRows, fromColumns]) x.db.close();
         dbs.splice(dbs.indexOf(fromRows.db), 1);
@@ -237,13 +238,16 @@ describe("FIND from the column cache of closed days", () => {
       { size: 3, query: since(T0), aggs: { top: { top_hits: { size: 2, sort: [{ timestamp: "desc" }] } } } },
       { size: 4, query: since(T0, { range: { "state.temp": { gte: 30 } } }), _source: ["state.parts"] },
     ];
-    for (const request of requests) expect(find(fromColumns.reader, request)).toEqual(find(fromRows.reader, request));
+    for (const request of requests)
+      expect(await find(fromColumns.reader, request)).toEqual(await find(fromRows.reader, request));
     // The hits of a page carry their whole documents, though the matches held only what the query reads.
-    const hit = find(fromColumns.reader, {
-      size: 1,
-      query: since(T0, { term: { thingName: "t0" } }),
-      sort: ["timestamp"],
-    }).hits.hits[0]!;
+    const hit = (
+      await find(fromColumns.reader, {
+        size: 1,
+        query: since(T0, { term: { thingName: "t0" } }),
+        sort: ["timestamp"],
+      })
+    ).hits.hits[0]!;
     expect(hit._source).toEqual(docs[0]);
   });
 });
@@ -268,13 +272,13 @@ describe("FIND streams its candidates", () => {
     };
     // Matches: n from 990 to 999 in every thousand rows, and the rows 1,000,000..1,000,049 have n 0..49.
     const expected = { total: 10_000, sum: 1000 * (990 + 999) * 5 };
-    const check = () => {
-      const answer = find(s.reader, request);
+    const check = async () => {
+      const answer = await find(s.reader, request);
       expect({ total: answer.hits.total, sum: answer.aggregations.n.value }).toEqual(expected);
     };
-    check();
+    await check();
     await s.store.maintain();
-    check();
-    expect(() => find(s.reader, request, 9_999)).toThrow(/more than 9,999 observations match/);
+    await check();
+    await expect(find(s.reader, request, 9_999)).rejects.toThrow(/more than 9,999 observations match/);
   }, 300_000);
 });

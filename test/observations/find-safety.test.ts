@@ -3,7 +3,7 @@ import { API_KEY, BASE_PROVISION, startTestDms, type TestDms } from "../support/
 import { json } from "../support/http.js";
 
 /**
- * Hostile FIND requests (issue 14, findings 3 and 4): each is answered with
+ * Hostile FIND requests: each is answered with
  * INVALID_ARGUMENTS naming what is wrong, or answered correctly, and none
  * holds the event loop: /healthz keeps answering while they run.
  */

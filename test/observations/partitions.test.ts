@@ -46,9 +46,8 @@ function open(writerThread: boolean, dir = mkdtempSync(join(tmpdir(), "dms-parti
   return { dir, db, ...observations };
 }
 
-const all = (o: OpenedObservations, thingTypes = ["10"]) =>
-  o.reader
-    .candidates({ tsFrom: -Infinity, tsTo: Infinity, thingTypes }, 1_000_000)
+const all = async (o: OpenedObservations, thingTypes = ["10"]) =>
+  (await o.reader.candidates({ tsFrom: -Infinity, tsTo: Infinity, thingTypes }, 1_000_000))
     .map(([id, , json]) => ({ id, ...(JSON.parse(json) as ObservationDocument) }))
     .sort((a, b) => a.id - b.id);
 
@@ -76,17 +75,17 @@ describe.each([
     const times = [T0 - 1, T0, T0 + DAY_MS - 1, T0 + DAY_MS, T0 + 5 * DAY_MS + 7];
     await o.store.insertBatch(times.map((t) => ({ document: doc(t) })));
     expect(tables(o.dir)).toHaveLength(4);
-    const stored = all(o);
+    const stored = await all(o);
     expect(stored.map((s) => s.timestamp)).toEqual(times);
     expect(new Set(stored.map((s) => s.id)).size).toBe(times.length);
-    const window = o.reader.candidates({ tsFrom: T0, tsTo: T0 + DAY_MS, thingTypes: ["10"] }, 100);
+    const window = await o.reader.candidates({ tsFrom: T0, tsTo: T0 + DAY_MS, thingTypes: ["10"] }, 100);
     expect(window.map(([, , json]) => (JSON.parse(json) as ObservationDocument).timestamp).sort()).toEqual([
       T0,
       T0 + DAY_MS - 1,
       T0 + DAY_MS,
     ]);
     // A limit stops the read across days too.
-    expect(o.reader.candidates({ tsFrom: -Infinity, tsTo: Infinity, thingTypes: ["10"] }, 2)).toHaveLength(2);
+    expect(await o.reader.candidates({ tsFrom: -Infinity, tsTo: Infinity, thingTypes: ["10"] }, 2)).toHaveLength(2);
     expect(await o.store.count()).toBe(times.length);
   });
 
@@ -98,7 +97,7 @@ describe.each([
     // Another stream's offsets are its own; rows without a stream (HTTP) are never deduplicated.
     await o.store.insertBatch([{ from: { stream: "kafka:obs:1", offset: 0 }, document: doc(T0 + 4) }]);
     await o.store.insertBatch([{ document: doc(T0 + 5) }, { document: doc(T0 + 5) }]);
-    expect(all(o).map((s) => s.timestamp)).toEqual([T0, T0 + 1, T0 + 2, T0 + 3, T0 + 4, T0 + 5, T0 + 5]);
+    expect((await all(o)).map((s) => s.timestamp)).toEqual([T0, T0 + 1, T0 + 2, T0 + 3, T0 + 4, T0 + 5, T0 + 5]);
   });
 
   it("stores the engine's columns as the JSON of the whole document, byte for byte, and a replayed position once", async () => {
@@ -138,8 +137,7 @@ describe.each([
     };
     await o.store.insertColumns(batch([0, 1]));
     await o.store.insertColumns(batch([1, 2]));
-    const texts = o.reader
-      .candidates({ tsFrom: -Infinity, tsTo: Infinity, thingTypes: ["10"] }, 10)
+    const texts = (await o.reader.candidates({ tsFrom: -Infinity, tsTo: Infinity, thingTypes: ["10"] }, 10))
       .sort(([a], [b]) => a - b)
       .map(([, , json]) => json);
     expect(texts).toEqual(docs.map((d) => JSON.stringify(d)));
@@ -153,7 +151,7 @@ describe.each([
     const pages: number[][] = [];
     let after = { ts: -Infinity, id: 0 };
     for (;;) {
-      const page = o.reader.exportPage({ thingType: "10" }, T0, T0 + 10 * DAY_MS, after, 2);
+      const page = await o.reader.exportPage({ thingType: "10" }, T0, T0 + 10 * DAY_MS, after, 2);
       if (page.length === 0) break;
       pages.push(page.map(([, ts]) => ts));
       const [id, ts] = page[page.length - 1]!;
@@ -173,11 +171,11 @@ describe.each([
     expect(await o.store.deleteOlderThan(cutoff, 1)).toBe(1);
     expect(await o.store.deleteOlderThan(cutoff, 10)).toBe(1);
     expect(await o.store.deleteOlderThan(cutoff, 10)).toBe(0);
-    expect(all(o).map((s) => s.timestamp)).toEqual([cutoff, cutoff + 1, T0 + 4 * DAY_MS]);
+    expect((await all(o)).map((s) => s.timestamp)).toEqual([cutoff, cutoff + 1, T0 + 4 * DAY_MS]);
     expect(tables(o.dir)).toHaveLength(2);
     // A late row of a dropped day makes its table again.
     await o.store.insertBatch([{ document: doc(T0 + 5) }]);
-    expect(all(o).map((s) => s.timestamp)).toContain(T0 + 5);
+    expect((await all(o)).map((s) => s.timestamp)).toContain(T0 + 5);
   });
 
   it("gives each closed day its thing index once maintained, and reads by thing either way", async () => {
@@ -185,7 +183,7 @@ describe.each([
     await o.store.insertBatch([{ document: doc(T0, "a") }, { document: doc(T0 + 1, "b") }]);
     const byThing = () =>
       o.reader.candidates({ tsFrom: -Infinity, tsTo: Infinity, thingTypes: ["10"], thingNames: ["b"] }, 10);
-    expect(byThing()).toHaveLength(1);
+    expect(await byThing()).toHaveLength(1);
     expect(tables(o.dir)).toHaveLength(1);
     const indexes = () => {
       const file = new Database(join(o.dir, OBSERVATIONS_FILE), { readonly: true });
@@ -198,7 +196,7 @@ describe.each([
     expect(indexes()).toBe(0);
     await o.store.maintain();
     expect(indexes()).toBe(1);
-    expect(byThing()).toHaveLength(1);
+    expect(await byThing()).toHaveLength(1);
   });
 
   it("leaves the day that is open by the store's clock without its thing index, whatever the machine's clock says", async () => {
@@ -231,7 +229,7 @@ describe("the observation store on the writer thread", () => {
     // Storing offset 2 now would move the mark past 1, and the replay of 1 would be skipped.
     await expect(o.store.insertBatch([fromStream(2, T0 + 2)])).rejects.toThrow(/from offset 1/);
     await o.store.insertBatch([fromStream(1, T0 + 1), fromStream(2, T0 + 2)]);
-    expect(all(o).map((s) => s.timestamp)).toEqual([T0, T0 + 1, T0 + 2]);
+    expect((await all(o)).map((s) => s.timestamp)).toEqual([T0, T0 + 1, T0 + 2]);
   }, 20_000);
 
   it("moves the single table of earlier versions into the days, once", async () => {
@@ -245,7 +243,7 @@ describe("the observation store on the writer thread", () => {
     for (const t of [T0, T0 + DAY_MS, T0 + 2 * DAY_MS]) insert.run(t, JSON.stringify(doc(t)));
     legacy.close();
     const o = open(true, dir);
-    expect(all(o).map((s) => s.timestamp)).toEqual([T0, T0 + DAY_MS, T0 + 2 * DAY_MS]);
+    expect((await all(o)).map((s) => s.timestamp)).toEqual([T0, T0 + DAY_MS, T0 + 2 * DAY_MS]);
     expect(o.db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'observations'").get()).toEqual({ n: 0 });
   });
 });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RetentionSweeper } from "../../src/store/index.js";
 import { retentionTargets } from "../../src/retention.js";
+import { FINISHED_SQL } from "../../src/jobs/index.js";
 import { startTestDms, type TestDms } from "../support/dms.js";
 import { storedObservations } from "../support/observations.js";
 import { until } from "../support/wait.js";
@@ -25,15 +26,15 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const count = (sql: string): number => t.dms.services.db.prepare<[], { n: number }>(sql).get()!.n;
+const count = (sql: string): number => t.dms.services.db!.prepare<[], { n: number }>(sql).get()!.n;
 /** The timestamps of every stored observation, ascending (observations have a file of their own). */
 const observationTimestamps = (): number[] =>
   storedObservations(t)
     .map((o) => o.document.timestamp)
     .sort((a, b) => a - b);
 const timestamps = (sql: string): number[] =>
-  t.dms.services.db
-    .prepare<[], { ts: number }>(sql)
+  t.dms.services
+    .db!.prepare<[], { ts: number }>(sql)
     .all()
     .map((r) => r.ts);
 
@@ -41,7 +42,7 @@ describe("retention", () => {
   it("deletes exactly what is older than each window, in batches, and keeps the rest", async () => {
     // The service's own sweeper would race this test's: it gets its turn in the last test.
     await t.dms.services.retention!.stop();
-    const db = t.dms.services.db;
+    const db = t.dms.services.db!;
     // 50 observations of a day long gone (its table dropped whole), 2,500 old ones of the day the
     // cutoff cuts (several batches of 100 below), then the edge: older by 1 ms, exactly at, newer.
     const gone = Array.from({ length: 50 }, (_, i) => NOW - 3 * 24 * HOUR - i);
@@ -77,8 +78,7 @@ describe("retention", () => {
     execution.run("running", "IN_PROGRESS", EDGE - HOUR);
 
     const sweeper = new RetentionSweeper({
-      db,
-      targets: retentionTargets(t.dms.services.config, t.dms.services.observations),
+      targets: retentionTargets(t.dms.services.config, t.dms.services.stores),
       clock: () => NOW,
       logger: t.dms.services.logger,
       batchSize: 100,
@@ -98,19 +98,24 @@ describe("retention", () => {
     expect(Object.values(await sweeper.sweep())).toEqual([0, 0, 0, 0]);
   });
 
-  it("answers each batch's condition from an index, not a scan of the table", () => {
-    for (const target of retentionTargets(t.dms.services.config, t.dms.services.observations)) {
-      // The observations' store deletes its own: whole days dropped, the cut day's rows by its ts index.
-      if (!("table" in target)) continue;
-      const plan = t.dms.services.db
-        .prepare<[number, number], { detail: string }>(
-          `EXPLAIN QUERY PLAN SELECT rowid FROM ${target.table} WHERE ${target.olderThan} ORDER BY ${target.orderBy} LIMIT ?`,
+  it("the SQLite stores answer each batch's condition from an index, not a scan of the table", () => {
+    // What the dead-letter, event and job stores' deleteOlderThan run (oldestRowsRemover); the
+    // observations' store drops whole days and deletes the cut day's rows by its ts index.
+    const conditions = [
+      ["engine_dead_letters", "created_at < ?", "created_at"],
+      ["events", "ts < ?", "ts"],
+      ["job_executions", `status IN (${FINISHED_SQL}) AND last_updated_at < ?`, "last_updated_at"],
+    ];
+    for (const [table, olderThan, orderBy] of conditions) {
+      const plan = t.dms.services
+        .db!.prepare<[number, number], { detail: string }>(
+          `EXPLAIN QUERY PLAN SELECT rowid FROM ${table} WHERE ${olderThan} ORDER BY ${orderBy} LIMIT ?`,
         )
         .all(0, 1)
         .map((r) => r.detail)
         .join("; ");
-      expect(plan, target.kind).toMatch(/USING (COVERING )?INDEX/);
-      expect(plan, target.kind).not.toMatch(/TEMP B-TREE/);
+      expect(plan, table).toMatch(/USING (COVERING )?INDEX/);
+      expect(plan, table).not.toMatch(/TEMP B-TREE/);
     }
   });
 

@@ -39,23 +39,34 @@ function open() {
 }
 
 /** Every way the reader hands a stored document out: FIND's scan and loader, candidates, export pages, a closed day's columns. */
-function readBack(o: ReturnType<typeof open>, thingTypes: string[], count: number): Map<number, string>[] {
+async function readBack(
+  o: ReturnType<typeof open>,
+  thingTypes: string[],
+  count: number,
+): Promise<Map<number, string>[]> {
   const window = { tsFrom: -Infinity, tsTo: Infinity, thingTypes };
-  const candidates = new Map(o.reader.candidates(window, 1_000_000).map(([id, , json]) => [id, json]));
+  const candidates = new Map((await o.reader.candidates(window, 1_000_000)).map(([id, , json]) => [id, json]));
   const scanned = new Map<number, string>();
-  const loaded = o.reader.scan(
+  const loaded = await o.reader.scan(
     window,
     {
       paths: undefined,
       row: (id, _, json) => scanned.set(id, json),
       projected: () => {},
       tick: () => {},
+      remainingMs: () => Infinity,
     },
-    (documents) => documents([...candidates.keys()]),
+    () => [...candidates.keys()],
   );
   const exported = new Map<number, string>();
   for (const thingType of new Set(thingTypes)) {
-    for (const [id, , , json] of o.reader.exportPage({ thingType }, -Infinity, Infinity, { ts: -Infinity, id: 0 }, 1e6))
+    for (const [id, , , json] of await o.reader.exportPage(
+      { thingType },
+      -Infinity,
+      Infinity,
+      { ts: -Infinity, id: 0 },
+      1e6,
+    ))
       exported.set(id, json);
   }
   const out = [candidates, scanned, loaded, exported];
@@ -105,7 +116,7 @@ describe("the stored row's document", () => {
           await o.store.insertColumns(columns);
           const expected = docs.map((d) => JSON.stringify(d));
           const thingTypes = [...new Set(docs.map((d) => d.thingType))];
-          for (const read of readBack(o, thingTypes, docs.length)) {
+          for (const read of await readBack(o, thingTypes, docs.length)) {
             expect([...read.entries()].sort(([a], [b]) => a - b).map(([, json]) => json)).toEqual(expected);
           }
         } finally {
@@ -152,7 +163,7 @@ describe("the stored row's document", () => {
       await o.store.insertColumns(legacy.columns());
       const stored = o.file.prepare(`SELECT doc FROM ${table} ORDER BY ts`).pluck().all();
       expect(stored).toEqual(['{"state":{"temp":1}}', JSON.stringify(old), ` ${JSON.stringify(stateFirst)}`]);
-      for (const read of readBack(o, ["10"], 3)) {
+      for (const read of await readBack(o, ["10"], 3)) {
         expect([...read.values()].sort()).toEqual(
           [JSON.stringify(plain), JSON.stringify(old), JSON.stringify(stateFirst)].sort(),
         );

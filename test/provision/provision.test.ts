@@ -39,7 +39,7 @@ function dump(db: Db): Record<string, unknown[]> {
 async function snapshot(t: TestDms): Promise<{ lists: Record<string, Payload>; tables: Record<string, unknown[]> }> {
   const lists: Record<string, Payload> = {};
   for (const path of LISTS) lists[path] = await json(await t.call("GET", path, { user: "admin" }));
-  return { lists, tables: dump(t.dms.services.db) };
+  return { lists, tables: dump(t.dms.services.db!) };
 }
 
 const EVENTS: BusEventName[] = [
@@ -56,11 +56,11 @@ function recordEvents(bus: EventBus): unknown[] {
   return seen;
 }
 
-function freshTarget(): ProvisionTarget & { bus: EventBus } {
+async function freshTarget(): Promise<ProvisionTarget & { bus: EventBus; db: Db }> {
   const db = openDatabase({ dataDir: ":memory:", migrations });
   const bus = new EventBus();
   const identity = new Identity(new SqliteIdentityStore(db), bus);
-  const registry = new ThingRegistry(new SqliteThingStore(db), bus, (id) => identity.domain(id) !== undefined);
+  const registry = await ThingRegistry.open(new SqliteThingStore(db), bus, (id) => identity.domain(id) !== undefined);
   return { db, bus, identity, registry };
 }
 
@@ -82,18 +82,18 @@ describe("the provisioning file applied twice equals once", () => {
       const users = after.tables.users as { password_hash: string }[];
       expect(users.map((u) => u.password_hash.split("$")[0])).toEqual(["scrypt", "scrypt", "scrypt", "scrypt"]);
       const things = after.tables.things as { secret_hash: string }[];
-      expect(things.every((t) => t.secret_hash.startsWith("scrypt$"))).toBe(true);
+      expect(things.every((t) => t.secret_hash.startsWith("pbkdf2-sha512$"))).toBe(true);
       expect(JSON.stringify(after.tables)).not.toMatch(/admin-pw|dev-pw|test-api-key/);
     } finally {
       await second.close();
     }
-    // Two service starts with scrypt-hashed users and secrets, on a shared machine.
+    // Two service starts with scrypt-hashed users, on a shared machine.
   }, 120_000);
 });
 
 describe("provision() called twice directly", () => {
   it("the second call writes nothing and publishes nothing", async () => {
-    const target = freshTarget();
+    const target = await freshTarget();
     await provision(BASE_PROVISION, target);
     const once = dump(target.db);
     const events = recordEvents(target.bus);
@@ -104,13 +104,15 @@ describe("provision() called twice directly", () => {
   });
 
   it("a changed document changes only what changed", async () => {
-    const target = freshTarget();
+    const target = await freshTarget();
     await provision(BASE_PROVISION, target);
     const once = dump(target.db);
     const changed: Provision = {
       ...BASE_PROVISION,
       users: BASE_PROVISION.users!.map((u) => (u.userName === "alice" ? { ...u, password: "alice-new-pw" } : u)),
-      things: BASE_PROVISION.things!.map((t) => (t.thingName === "t2" ? { ...t, secret: "t2-new" } : t)),
+      things: BASE_PROVISION.things!.map((t) =>
+        t.thingName === "t2" ? { ...t, secret: "t2-new-0123456789abcdef" } : t,
+      ),
     };
     await provision(changed, target);
     const twice = dump(target.db);
@@ -121,7 +123,7 @@ describe("provision() called twice directly", () => {
     expect(byName(twice.things!, "thing_name", "t2")).not.toEqual(byName(once.things!, "thing_name", "t2"));
     expect(byName(twice.things!, "thing_name", "t1")).toEqual(byName(once.things!, "thing_name", "t1"));
     expect(await target.identity.authenticate("alice", "alice-new-pw")).toBeDefined();
-    expect(await target.registry.verifyThingSecret("t2", "t2-new")).toBe(true);
+    expect(await target.registry.verifyThingSecret("t2", "t2-new-0123456789abcdef")).toBe(true);
     for (const table of ["domains", "user_privileges", "api_keys", "thing_types", "thing_groups"]) {
       expect(twice[table], table).toEqual(once[table]);
     }

@@ -56,7 +56,7 @@ const createRule = async (body: Payload): Promise<Payload> => {
   return json(res);
 };
 const delivery = (ruleId: string): Payload =>
-  t.dms.services.db.prepare("SELECT * FROM action_outbox WHERE rule_id = ? ORDER BY id DESC").get(ruleId);
+  t.dms.services.db!.prepare("SELECT * FROM action_outbox WHERE rule_id = ? ORDER BY id DESC").get(ruleId);
 
 describe("observation -> rule -> receiver", () => {
   it("a webhook receiver that fails twice then succeeds gets three attempts, 3 s and 6 s apart, with one Idempotency-Key", async () => {
@@ -216,7 +216,7 @@ describe("observation -> rule -> receiver", () => {
         actions: [{ type: "WEBHOOK", config: { uri: `${hook.url}/humid`, body: "${thing.thingName}" } }],
       }),
     );
-    const fedBack = t.dms.services.db.prepare<[], { n: number }>(
+    const fedBack = t.dms.services.db!.prepare<[], { n: number }>(
       "SELECT count(*) AS n FROM action_outbox WHERE rule_id = 'set-pressure' AND status = 'delivered'",
     );
     for (let i = 1; i <= 3; i++) {
@@ -276,7 +276,7 @@ describe("observation -> rule -> receiver", () => {
 
 describe("POST /rules/test (dry run)", () => {
   it("answers which observations would trigger and the substituted configs, storing and sending nothing", async () => {
-    const before = t.dms.services.db.prepare("SELECT count(*) AS n FROM action_outbox").get() as { n: number };
+    const before = t.dms.services.db!.prepare("SELECT count(*) AS n FROM action_outbox").get() as { n: number };
     const res = await t.call("POST", "/rules/test", {
       user: "alice",
       body: {
@@ -309,7 +309,7 @@ describe("POST /rules/test (dry run)", () => {
     expect(fired[0].actions).toEqual([{ type: "WEBHOOK", config: { uri: `${hook.url}/t1`, body: "11 after 10" } }]);
     expect(fired[0].unknownVariables).toEqual(["thing.state.nope"]);
     expect(report.triggeredCount).toBe(2);
-    const after = t.dms.services.db.prepare("SELECT count(*) AS n FROM action_outbox").get() as { n: number };
+    const after = t.dms.services.db!.prepare("SELECT count(*) AS n FROM action_outbox").get() as { n: number };
     expect(after.n).toBe(before.n);
     expect(await json(await t.call("GET", "/rules", { user: "alice" }))).toEqual([]);
     expect(hook.requests).toHaveLength(0);

@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CreateRuleBodySchema, RuleBodySchema, createRules, type Rules } from "../../src/rules/index.js";
+import {
+  CreateRuleBodySchema,
+  RuleBodySchema,
+  SqliteRuleStore,
+  createRules,
+  type Rules,
+} from "../../src/rules/index.js";
 import { openParts, refusal, type Parts } from "../support/parts.js";
 import { RULES_PROVISION, ruleBody } from "./fixtures.js";
 
@@ -22,7 +28,7 @@ beforeAll(async () => {
       },
     ],
   });
-  rules = createRules({ ...parts, idPrefix: "test", allowPrivateWebhooks: false });
+  rules = createRules({ ...parts, store: new SqliteRuleStore(parts.db, "test"), allowPrivateWebhooks: false });
 });
 afterAll(() => parts.close());
 

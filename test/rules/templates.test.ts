@@ -3,8 +3,8 @@ import { startTestDms, type TestDms } from "../support/dms.js";
 import { json, type Payload } from "../support/http.js";
 import { RULES_PROVISION, ruleBody } from "./fixtures.js";
 
-// Issue 14, finding 5: action `${...}` templates ran unrestricted mathjs (evaluate, parse, simplify,
-// createUnit, sum(range(...))) with one shared mathjs instance. They now compile with the rule-value
+// Action `${...}` templates must not reach mathjs' dangerous functions (evaluate, parse, simplify,
+// createUnit, sum(range(...))) or a shared mathjs instance: they compile with the rule-value
 // whitelist and budget (src/engine/compile/expression.ts).
 
 let t: TestDms;

@@ -33,7 +33,7 @@ import {
 } from "./support.js";
 
 /**
- * Issue 14: every operation of /openapi.json, sent generated path
+ * Every operation of /openapi.json, sent generated path
  * parameters, queries and bodies of wrong types, huge sizes, deep nesting,
  * non-object items and odd unicode, as an administrator and as a Read user:
  * never a 5xx, never a hang, always the error body of DESIGN.md.
@@ -74,7 +74,7 @@ const KNOWN_FIXED_ELSEWHERE: {
   finding: string;
   matches(op: Operation, req: FuzzRequest, outcome: Outcome): boolean;
 }[] = [
-  // Empty: the ingest, findsafe and guards fixes (issue 14 findings 1-5) are on main, so their classes fail here.
+  // Empty: every known class of failure is fixed, so any failure here is new.
 ];
 
 /** Valid bodies the generator starts from and mutates, so that requests get past the first check. */
@@ -418,7 +418,7 @@ const opOf = (key: string): Operation => {
   return { method, path, key, spec: {} };
 };
 
-describe("fuzzing every operation of /openapi.json (issue 14)", () => {
+describe("fuzzing every operation of /openapi.json", () => {
   beforeAll(async () => {
     console.error(`openapi-fuzz: FUZZ_SEED=${SEED} FUZZ_RUNS=${RUNS}`);
     t = await startSecurityDms();
@@ -602,7 +602,7 @@ describe("fuzzing every operation of /openapi.json (issue 14)", () => {
   });
 
   it("answers a JSON body of another media type (text/plain, none) on every operation with a body as 400 INVALID_ARGUMENTS", async () => {
-    // Hono's validator answers these 415 itself; the interface has no key for 415 (issue 14 fuzz, seed 20261124).
+    // Hono's validator answers these 415 itself; the interface has no key for 415 (found by this fuzzer).
     const failures: string[] = [];
     for (const op of operationsOf(doc).filter((o) => "requestBody" in o.spec)) {
       const url = op.path.replace(/\{[^}]+\}/g, "x");

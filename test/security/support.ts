@@ -83,7 +83,7 @@ export const SECURITY_PROVISION: Provision = {
     thingType: TENANTS[domain].thingType,
     domain,
     serial: TENANTS[domain].serial,
-    secret: "dev-pw",
+    secret: "dev-pw-0123456789abcdef",
   })),
   thingGroups: (["acme", "globex"] as const).map((domain) => ({
     id: TENANTS[domain].group,

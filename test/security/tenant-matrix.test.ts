@@ -16,7 +16,7 @@ import {
 } from "./support.js";
 
 /**
- * Issue 14, tenant matrix: two tenants in sibling domains (acme, globex),
+ * Tenant matrix: two tenants in sibling domains (acme, globex),
  * each with one object of every area. For every operation of /openapi.json,
  * each tenant's administrator and Read user call it on the other tenant's
  * objects (or into the other tenant's domain): refused with the interface's
@@ -254,7 +254,7 @@ const MATRIX: Record<string, Entry> = {
     {
       method: "PATCH",
       path: `/admin/things/${v.thingName}`,
-      body: { secret: "taken-over" },
+      body: { secret: "taken-over-0123456789abcdef" },
       expect: refused("NOT_AUTHORIZED", "THING_NOT_FOUND"),
     },
     { method: "PATCH", path: `/admin/things/${a.thingName}`, body: { domain: v.tenant }, expect: refused() },
@@ -848,7 +848,7 @@ async function probeProblem(
   return leaked.length > 0 ? `answer holds the other tenant's ${leaked.join(", ")}: ${text.slice(0, 300)}` : undefined;
 }
 
-describe("tenant matrix: every operation across the boundary between two sibling tenants (issue 14)", () => {
+describe("tenant matrix: every operation across the boundary between two sibling tenants", () => {
   beforeAll(async () => {
     t = await startSecurityDms();
     doc = await openApi(t);
@@ -904,8 +904,7 @@ describe("tenant matrix: every operation across the boundary between two sibling
     }
   });
 
-  // Issue 14 finding 1 (fixed by "ingest"): an item that is a JSON string encoding an observation of the other
-  // tenant's thing was accepted. Runs last, since it would change the victim if it came back.
+  // An item that is a JSON string encoding an observation of the other tenant's thing must be refused. Runs last, since it would change the victim if it came back.
   it("refuses an observation of the other tenant's thing sent as a JSON string item", async () => {
     const v = objects.acme;
     const item = JSON.stringify({ thingName: v.thingName, timestamp: Date.now(), state: { temp: 77 } });

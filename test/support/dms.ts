@@ -5,6 +5,7 @@ import { loadConfig } from "../../src/config/index.js";
 import type { Provision } from "../../src/provision/index.js";
 import { API_KEY, BASE_PROVISION } from "./provision.js";
 import { startDms, type Dms, type StartOptions } from "../../src/service.js";
+import { until } from "./wait.js";
 
 export { API_KEY, BASE_PROVISION } from "./provision.js";
 
@@ -24,9 +25,19 @@ export interface TestDms {
 
 const PASSWORDS = new Map<string, string>();
 
-/** Starts a whole dms on a random port with a fresh data dir and the given provisioning. */
+/**
+ * Starts a whole dms on a random port with a fresh data dir and the given provisioning, and
+ * waits until it takes requests (a Kafka consumer may join its group after `startDms` resolves);
+ * `awaitReady: false` returns as soon as it listens and has started its components.
+ */
 export async function startTestDms(
-  options: { env?: Record<string, string>; provision?: Provision; start?: StartOptions; dataDir?: string } = {},
+  options: {
+    env?: Record<string, string>;
+    provision?: Provision;
+    start?: StartOptions;
+    dataDir?: string;
+    awaitReady?: boolean;
+  } = {},
 ): Promise<TestDms> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "dms-test-"));
   const provision = options.provision ?? BASE_PROVISION;
@@ -44,6 +55,7 @@ export async function startTestDms(
     ...options.env,
   });
   const dms = await startDms(config, options.start);
+  if (options.awaitReady !== false) await until(() => dms.services.readiness.started(), 90_000, "dms ready");
   const url = dms.url!;
   const tokens = new Map<string, string>();
 

@@ -1,4 +1,4 @@
-import type { ObservationDocument } from "../../src/observations/index.js";
+import { SqliteObservationReader, type ObservationDocument } from "../../src/observations/index.js";
 import type { TestDms } from "./dms.js";
 
 export interface StoredObservation {
@@ -12,12 +12,14 @@ export interface StoredObservation {
  * test may check in the turn of an acknowledgement that nothing could have stored it after.
  */
 export function storedObservations(t: TestDms, from = -Infinity, to = Infinity): StoredObservation[] {
-  const thingTypes = t.dms.services.db
-    .prepare<[], { id: string }>("SELECT id FROM thing_types")
+  const thingTypes = t.dms.services
+    .db!.prepare<[], { id: string }>("SELECT id FROM thing_types")
     .all()
     .map((r) => r.id);
   if (thingTypes.length === 0) return [];
-  return t.dms.services.observationReader
-    .candidates({ tsFrom: from, tsTo: to, thingTypes }, 10_000_000)
+  const reader = t.dms.services.observationReader;
+  if (!(reader instanceof SqliteObservationReader)) throw new Error("the test service reads observations from SQLite");
+  return reader
+    .candidatesNow({ tsFrom: from, tsTo: to, thingTypes }, 10_000_000)
     .map(([id, , doc]) => ({ id, document: JSON.parse(doc) as ObservationDocument }));
 }

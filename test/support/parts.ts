@@ -1,20 +1,21 @@
 import { randomBytes } from "node:crypto";
-import { Identity, SqliteIdentityStore, type Principal } from "../../src/auth/index.js";
+import { Identity, type Principal } from "../../src/auth/index.js";
 import { EventBus } from "../../src/bus/index.js";
 import { ApiError } from "../../src/errors/index.js";
-import { migrations } from "../../src/migrations.js";
 import { createLogger, type Logger } from "../../src/observability/index.js";
 import { provision, type Provision } from "../../src/provision/index.js";
 import { UrlSigner } from "../../src/signing/index.js";
-import { openDatabase, type Db } from "../../src/store/index.js";
-import { SqliteThingStore, ThingRegistry } from "../../src/things/index.js";
+import type { Db } from "../../src/store/index.js";
+import { openSqliteStores, type Stores } from "../../src/stores.js";
+import { ThingRegistry } from "../../src/things/index.js";
 import { BASE_PROVISION } from "./provision.js";
 
 /**
- * The shared parts a capability is made from, without a running service: an in-memory database,
- * the bus, identity and registry holding `BASE_PROVISION` (plus `extra`), a URL signer.
+ * The shared parts a capability is made from, without a running service: every store on an
+ * in-memory database, the bus, identity and registry holding `BASE_PROVISION` (plus `extra`), a URL signer.
  */
 export interface Parts {
+  stores: Stores;
   db: Db;
   bus: EventBus;
   identity: Identity;
@@ -24,21 +25,27 @@ export interface Parts {
   logger: Logger;
   /** The principal of a provisioned user. */
   as(userName: string): Principal;
-  close(): void;
+  close(): Promise<void>;
 }
 
 export async function openParts(extra: Partial<Provision> = {}): Promise<Parts> {
-  const db = openDatabase({ dataDir: ":memory:", migrations });
+  const stores = openSqliteStores({
+    config: { DMS_DATA_DIR: ":memory:", DMS_ENGINE_STATE_THREAD: false, ruleIdPrefix: "dev" },
+    engine: false,
+    clock: Date.now,
+  });
+  const db = stores.sqlite!;
   const bus = new EventBus();
-  const identity = new Identity(new SqliteIdentityStore(db), bus);
-  const registry = new ThingRegistry(new SqliteThingStore(db), bus, (id) => identity.domain(id) !== undefined);
+  const identity = new Identity(stores.identity, bus);
+  const registry = await ThingRegistry.open(stores.things, bus, (id) => identity.domain(id) !== undefined);
   const document: Provision = { ...BASE_PROVISION };
   for (const [key, value] of Object.entries(extra)) {
     const k = key as keyof Provision;
     (document as Record<string, unknown>)[k] = [...((BASE_PROVISION[k] as unknown[]) ?? []), ...(value as unknown[])];
   }
-  await provision(document, { db, identity, registry });
+  await provision(document, { identity, registry });
   return {
+    stores,
     db,
     bus,
     identity,
@@ -51,7 +58,10 @@ export async function openParts(extra: Partial<Provision> = {}): Promise<Parts> 
       if (!principal) throw new Error(`no user ${userName}`);
       return principal;
     },
-    close: () => db.close(),
+    close: () => {
+      registry.close();
+      return stores.close();
+    },
   };
 }
 

@@ -68,9 +68,9 @@ export const BASE_PROVISION: Provision = {
     },
   ],
   things: [
-    { thingName: "t1", thingType: "10", domain: "acme", serial: "SN1", secret: "dev-pw" },
-    { thingName: "t2", thingType: "10", domain: "acme", serial: "SN2", secret: "dev-pw" },
-    { thingName: "e1", thingType: "20", domain: "east", serial: "SN-E1", secret: "dev-pw" },
+    { thingName: "t1", thingType: "10", domain: "acme", serial: "SN1", secret: "dev-pw-0123456789abcdef" },
+    { thingName: "t2", thingType: "10", domain: "acme", serial: "SN2", secret: "dev-pw-0123456789abcdef" },
+    { thingName: "e1", thingType: "20", domain: "east", serial: "SN-E1", secret: "dev-pw-0123456789abcdef" },
   ],
   thingGroups: [{ id: "g1", name: "fleet", domain: "acme", things: ["t1"] }],
 };

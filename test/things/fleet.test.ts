@@ -1,12 +1,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import mqtt from "mqtt";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashSecret } from "../../src/auth/index.js";
 import type { Provision } from "../../src/provision/index.js";
 import { DeviceCredentials, generateDeviceSecret, isGeneratedSecret } from "../../src/things/index.js";
 import { BASE_PROVISION, startTestDms, type TestDms } from "../support/dms.js";
+import { connectAs } from "../support/device.js";
 import { json, type Payload } from "../support/http.js";
 
 /** BASE_PROVISION plus `count` things of type 10 in acme, each with its own generated secret. */
@@ -31,27 +31,7 @@ function mqttEnv(): Record<string, string> {
   return { DMS_ROLES: "api,mqtt", DMS_MQTT_PORT: "0" };
 }
 
-/** "connected", or the reason the broker gave for refusing. */
-async function connectAs(t: TestDms, thingName: string, password: string): Promise<string> {
-  const url = `mqtt://127.0.0.1:${t.dms.services.deviceBridge!.port}`;
-  return mqtt
-    .connectAsync(url, {
-      clientId: thingName,
-      username: thingName,
-      password,
-      reconnectPeriod: 0,
-      connectTimeout: 60_000,
-    })
-    .then(
-      async (client) => {
-        await client.endAsync(true);
-        return "connected";
-      },
-      (err: Error) => err.message,
-    );
-}
-
-describe("device secrets: generated ones keyed, chosen ones through scrypt", () => {
+describe("device secrets: generated ones keyed, chosen ones through PBKDF2", () => {
   const credentials = new DeviceCredentials({ key: Buffer.alloc(32, 7) });
 
   it("a generated secret has 192 random bits and a checksum; one typed by hand is never taken for one", () => {
@@ -63,7 +43,7 @@ describe("device secrets: generated ones keyed, chosen ones through scrypt", () 
     const typo = secret.slice(0, 10) + (secret[10] === "A" ? "B" : "A") + secret.slice(11);
     expect(isGeneratedSecret(typo)).toBe(false);
     expect(isGeneratedSecret(`dmsd_${"a".repeat(38)}`)).toBe(false);
-    expect(isGeneratedSecret("dev-pw")).toBe(false);
+    expect(isGeneratedSecret("dev-pw-0123456789abcdef")).toBe(false);
   });
 
   it("hashes a generated secret with the keyed hash, bound to its thing, and checks it synchronously", () => {
@@ -80,19 +60,20 @@ describe("device secrets: generated ones keyed, chosen ones through scrypt", () 
     expect(other.verify("t1", secret, stored as string)).toEqual({ ok: false });
   });
 
-  it("a chosen secret goes through scrypt; a wrong one never meets the right one's cache entry", async () => {
+  it("a chosen secret goes through PBKDF2; a wrong one never meets the right one's cache entry", async () => {
     const c = new DeviceCredentials({ key: Buffer.alloc(32, 7) });
-    const stored = await c.hash("t1", "dev-pw");
-    expect(stored).toMatch(/^scrypt\$/);
-    expect(c.work.kdf).toBe(1);
-    expect(await c.verify("t1", "dev-pw", stored)).toEqual({ ok: true });
-    expect(c.work).toMatchObject({ kdf: 2, cacheHits: 0 });
-    expect(await c.verify("t1", "dev-pw", stored)).toEqual({ ok: true });
-    expect(c.work).toMatchObject({ kdf: 2, cacheHits: 1 });
+    const stored = await c.hash("t1", "dev-pw-0123456789abcdef");
+    expect(stored).toMatch(/^pbkdf2-sha512\$101\$/);
+    expect(c.work.pbkdf2).toBe(1);
+    expect(await c.verify("t1", "dev-pw-0123456789abcdef", stored)).toEqual({ ok: true });
+    expect(c.work).toMatchObject({ pbkdf2: 2, kdf: 0, cacheHits: 0 });
+    expect(await c.verify("t1", "dev-pw-0123456789abcdef", stored)).toEqual({ ok: true });
+    expect(c.work).toMatchObject({ pbkdf2: 2, cacheHits: 1 });
     expect(await c.verify("t1", "dev-pX", stored)).toEqual({ ok: false });
-    expect(c.work).toMatchObject({ kdf: 3, cacheHits: 1 });
+    expect(c.work).toMatchObject({ pbkdf2: 3, cacheHits: 1 });
     // A new secret (another stored hash) does not inherit the old entry.
-    expect(await c.verify("t1", "dev-pw", await c.hash("t1", "dev-pw2"))).toEqual({ ok: false });
+    const other = await c.hash("t1", "dev-pw2-0123456789abcdef");
+    expect(await c.verify("t1", "dev-pw-0123456789abcdef", other)).toEqual({ ok: false });
   });
 
   it("a generated secret stored by an older version as scrypt still works and moves to the keyed hash", async () => {
@@ -112,18 +93,18 @@ describe("a restart with 10,000 unchanged things", () => {
   it("hashes no secret again, writes nothing, and a changed secret takes effect with the old one refused", async () => {
     const first = await startTestDms({ dataDir, provision: fleet(10_000, secrets), env: mqttEnv() });
     const created = first.dms.services.registry.credentials.work;
-    // 10,000 generated secrets keyed, the 3 chosen ones of BASE_PROVISION through scrypt.
-    expect(created).toMatchObject({ keyed: 10_000, kdf: 3 });
-    const rows = first.dms.services.db.prepare("SELECT * FROM things ORDER BY thing_name").all();
+    // 10,000 generated secrets keyed, the 3 chosen ones of BASE_PROVISION through PBKDF2.
+    expect(created).toMatchObject({ keyed: 10_000, pbkdf2: 3, kdf: 0 });
+    const rows = first.dms.services.db!.prepare("SELECT * FROM things ORDER BY thing_name").all();
     expect(await connectAs(first, "f42", secrets[42]!)).toBe("connected");
     await first.close();
 
     const second = await startTestDms({ dataDir, provision: fleet(10_000, secrets), env: mqttEnv() });
     try {
-      expect(second.dms.services.registry.credentials.work).toEqual({ keyed: 0, kdf: 0, cacheHits: 0 });
-      expect(second.dms.services.db.prepare("SELECT * FROM things ORDER BY thing_name").all()).toEqual(rows);
+      expect(second.dms.services.registry.credentials.work).toEqual({ keyed: 0, pbkdf2: 0, kdf: 0, cacheHits: 0 });
+      expect(second.dms.services.db!.prepare("SELECT * FROM things ORDER BY thing_name").all()).toEqual(rows);
       expect(await connectAs(second, "f42", secrets[42]!)).toBe("connected");
-      expect(await connectAs(second, "t1", "dev-pw")).toBe("connected");
+      expect(await connectAs(second, "t1", "dev-pw-0123456789abcdef")).toBe("connected");
     } finally {
       await second.close();
     }
@@ -132,15 +113,17 @@ describe("a restart with 10,000 unchanged things", () => {
     const old42 = secrets[42]!;
     secrets[42] = generateDeviceSecret();
     const changed = fleet(10_000, secrets);
-    changed.things = changed.things!.map((t) => (t.thingName === "t1" ? { ...t, secret: "t1-new-pw" } : t));
+    changed.things = changed.things!.map((t) =>
+      t.thingName === "t1" ? { ...t, secret: "t1-new-pw-0123456789abcdef" } : t,
+    );
     const third = await startTestDms({ dataDir, provision: changed, env: mqttEnv() });
     try {
-      // t1: the old scrypt hash checked (1), the new secret hashed (1); f42: its new keyed hash (1).
-      expect(third.dms.services.registry.credentials.work).toMatchObject({ keyed: 1, kdf: 2 });
+      // t1: the old hash checked (1), the new secret hashed (1); f42: its new keyed hash (1).
+      expect(third.dms.services.registry.credentials.work).toMatchObject({ keyed: 1, pbkdf2: 2, kdf: 0 });
       expect(await connectAs(third, "f42", secrets[42]!)).toBe("connected");
       expect(await connectAs(third, "f42", old42)).toMatch(/Bad username or password/);
-      expect(await connectAs(third, "t1", "t1-new-pw")).toBe("connected");
-      expect(await connectAs(third, "t1", "dev-pw")).toMatch(/Bad username or password/);
+      expect(await connectAs(third, "t1", "t1-new-pw-0123456789abcdef")).toBe("connected");
+      expect(await connectAs(third, "t1", "dev-pw-0123456789abcdef")).toMatch(/Bad username or password/);
     } finally {
       await third.close();
     }
@@ -156,25 +139,25 @@ describe("device connections through the embedded broker", () => {
 
   it("a wrong secret is refused after a cache hit for the right one", async () => {
     const work = t.dms.services.registry.credentials.work;
-    expect(await connectAs(t, "t2", "dev-pw")).toBe("connected");
-    const kdf = work.kdf;
-    expect(await connectAs(t, "t2", "dev-pw")).toBe("connected");
-    expect(work.kdf).toBe(kdf);
+    expect(await connectAs(t, "t2", "dev-pw-0123456789abcdef")).toBe("connected");
+    const hashed = work.pbkdf2;
+    expect(await connectAs(t, "t2", "dev-pw-0123456789abcdef")).toBe("connected");
+    expect(work.pbkdf2).toBe(hashed);
     expect(work.cacheHits).toBeGreaterThan(0);
     expect(await connectAs(t, "t2", "dev-pX")).toMatch(/Bad username or password/);
     expect(await connectAs(t, "t2", "")).toMatch(/Bad username or password/);
     // The cached right secret still works after the wrong ones, and only for its own thing.
-    expect(await connectAs(t, "t2", "dev-pw")).toBe("connected");
-    expect(await connectAs(t, "ghost", "dev-pw")).toMatch(/Bad username or password/);
+    expect(await connectAs(t, "t2", "dev-pw-0123456789abcdef")).toBe("connected");
+    expect(await connectAs(t, "ghost", "dev-pw-0123456789abcdef")).toMatch(/Bad username or password/);
   }, 120_000);
 
   it("a secret changed over REST refuses the cached old one at once", async () => {
-    expect(await connectAs(t, "e1", "dev-pw")).toBe("connected");
+    expect(await connectAs(t, "e1", "dev-pw-0123456789abcdef")).toBe("connected");
     const res = await t.call("PATCH", "/admin/things/e1", { user: "admin", body: { generateSecret: true } });
     expect(res.status).toBe(200);
     const { secret } = (await json(res)) as { secret: string };
     expect(isGeneratedSecret(secret)).toBe(true);
-    expect(await connectAs(t, "e1", "dev-pw")).toMatch(/Bad username or password/);
+    expect(await connectAs(t, "e1", "dev-pw-0123456789abcdef")).toMatch(/Bad username or password/);
     expect(await connectAs(t, "e1", secret)).toBe("connected");
     // Shown once: reading the thing never shows it.
     expect(await json(await t.call("GET", "/admin/things/e1", { user: "admin" }))).not.toHaveProperty("secret");
@@ -266,9 +249,9 @@ describe("bulk things over REST", () => {
           { thingName: "t1", thingType: "10", domain: "acme" },
           { thingName: "b2", thingType: "nope", domain: "acme" },
           { thingName: "b3", thingType: "10", domain: "other" },
-          { thingName: "b4", thingType: "10", domain: "acme", secret: "chosen-pw", serial: "SN1" },
+          { thingName: "b4", thingType: "10", domain: "acme", secret: "chosen-pw-0123456789abcdef", serial: "SN1" },
           { thingName: "b5", thingType: "10", domain: "acme", secret: "x-pw", generateSecret: true },
-          { thingName: "b6", thingType: "10", domain: "east", secret: "chosen-pw", label: "Six" },
+          { thingName: "b6", thingType: "10", domain: "east", secret: "chosen-pw-0123456789abcdef", label: "Six" },
           { thingName: "b1", thingType: "10", domain: "acme" },
         ],
       },
@@ -301,7 +284,7 @@ describe("bulk things over REST", () => {
     ]);
     const registry = t.dms.services.registry;
     expect(await registry.verifyThingSecret("b1", body.created[0].secret as string)).toBe(true);
-    expect(await registry.verifyThingSecret("b6", "chosen-pw")).toBe(true);
+    expect(await registry.verifyThingSecret("b6", "chosen-pw-0123456789abcdef")).toBe(true);
     expect(registry.thing("b3")).toBeUndefined();
   });
 

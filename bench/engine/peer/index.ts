@@ -1,29 +1,18 @@
 /**
  * bench/engine's JVM CEP peer: Esper 9 (GPL-2.0, a benchmark peer only, never shipped) run on the
- * bench's workload in a child JVM. `runPeer` builds the Maven project beside this file once (offline
- * after the first resolve, into a cache named by a hash of the pom and the sources, as scripts/lib.sh
- * caches the service jars), writes the translated rules and the observation bytes to a temp dir, and
- * returns the figures the JVM prints. Alone: `npx tsx bench/engine/peer/index.ts [observations]`.
+ * bench's workload in a child JVM. `runPeer` builds the Maven project beside this file once
+ * (bench/maven.ts), writes the translated rules and the observation bytes to a temp dir, and
+ * returns the figures the JVM prints. Alone: `npx tsx bench/engine/peer/index.ts [observations] [formulation]`
+ * (formulations.ts: how the rules are deployed; all of them when none is named).
  */
-import { spawn, spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readFileSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-  writeSync,
-} from "node:fs";
+import { spawn } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Rule } from "../../../src/rules/index.js";
+import { buildPeer, tail, type PeerSkipped } from "../../maven.js";
+import { formulate, FORMULATIONS, type FormulationName } from "./formulations.js";
 import { translate } from "./translate.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -37,6 +26,7 @@ const CACHE = process.env.ESPER_PEER_CACHE_DIR ?? join(homedir(), ".cache/dms-es
 const HEAP = process.env.ESPER_PEER_HEAP ?? "6g";
 
 export interface PeerResult {
+  formulation: FormulationName;
   observations: number;
   unknown: number;
   seconds: number;
@@ -58,25 +48,26 @@ export interface PeerResult {
   wallSeconds: number;
 }
 
-/** Why the peer did not run (no java or mvn, Maven Central refused a jar, the JVM failed), word for word. */
-export interface PeerSkipped {
-  skipped: string;
-}
+export type { PeerSkipped };
 
 export interface PeerInput {
   rules: readonly Rule[];
   things: readonly { thingName: string; thingType: string }[];
   /** The n observations, each the exact bytes dms is handed. */
   messages: Iterable<Uint8Array>;
+  /** How the rules are deployed (formulations.ts); one statement per rule by default. */
+  formulation?: FormulationName;
 }
 
 export async function runPeer(input: PeerInput): Promise<PeerResult | PeerSkipped> {
-  const built = build();
+  const built = buildPeer({ pom: join(HERE, "pom.xml"), sources: [SOURCES], cache: CACHE });
   if ("skipped" in built) return built;
   const dir = mkdtempSync(join(tmpdir(), "dms-esper-peer-"));
   try {
     const specFile = join(dir, "spec.json");
-    writeFileSync(specFile, JSON.stringify(translate(input.rules, input.things)));
+    const formulation = input.formulation ?? "statements";
+    const spec = translate(input.rules, input.things);
+    writeFileSync(specFile, JSON.stringify({ ...spec, formulation: formulate(spec, formulation) ?? null }));
     const obsFile = join(dir, "observations.jsonl");
     const fd = openSync(obsFile, "w");
     const newline = Buffer.from("\n");
@@ -85,13 +76,18 @@ export async function runPeer(input: PeerInput): Promise<PeerResult | PeerSkippe
       writeSync(fd, newline);
     }
     closeSync(fd);
-    return await java(built.classpath, specFile, obsFile);
+    return await java(built.classpath, specFile, obsFile, formulation);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-function java(classpath: string, specFile: string, obsFile: string): Promise<PeerResult | PeerSkipped> {
+function java(
+  classpath: string,
+  specFile: string,
+  obsFile: string,
+  formulation: FormulationName,
+): Promise<PeerResult | PeerSkipped> {
   const t0 = performance.now();
   // ParallelGC: the throughput collector, what a batch benchmark on the JVM would pick.
   const child = spawn(
@@ -111,65 +107,60 @@ function java(classpath: string, specFile: string, obsFile: string): Promise<Pee
         resolve({ skipped: `the peer JVM exited ${code}: ${tail(err || out)}` });
         return;
       }
-      const figures = JSON.parse(line) as Omit<PeerResult, "wallSeconds" | "esper">;
-      resolve({ ...figures, esper: ESPER_VERSION, wallSeconds: (performance.now() - t0) / 1000 });
+      const figures = JSON.parse(line) as Omit<PeerResult, "wallSeconds" | "esper" | "formulation">;
+      resolve({ ...figures, formulation, esper: ESPER_VERSION, wallSeconds: (performance.now() - t0) / 1000 });
     });
   });
 }
 
-/**
- * The compiled classes and the dependency classpath, from the cache when the pom and sources are
- * unchanged. A build goes to a temp dir renamed into place when whole, so an interrupted build or two
- * concurrent first runs never leave half a cache.
- */
-function build(): { classpath: string } | PeerSkipped {
-  const hash = createHash("sha256");
-  hash.update(readFileSync(join(HERE, "pom.xml")));
-  for (const f of readdirSync(SOURCES).sort()) hash.update(f).update(readFileSync(join(SOURCES, f)));
-  const out = join(CACHE, hash.digest("hex").slice(0, 16));
-  const classpath = (): string => `${join(out, "classes")}:${readFileSync(join(out, "classpath.txt"), "utf8").trim()}`;
-  if (existsSync(join(out, ".complete"))) return { classpath: classpath() };
-  mkdirSync(CACHE, { recursive: true });
-  const tmp = mkdtempSync(join(CACHE, ".build-"));
-  try {
-    const goals = [
-      "-q",
-      "-B",
-      "-f",
-      join(HERE, "pom.xml"),
-      `-DpeerBuildDir=${tmp}`,
-      "compile",
-      "dependency:build-classpath",
-      `-Dmdep.outputFile=${join(tmp, "classpath.txt")}`,
-    ];
-    // Offline first: after the first resolve everything is in ~/.m2 and Maven need not ask Central.
-    let mvn = spawnSync("mvn", ["-o", ...goals], { encoding: "utf8" });
-    if (mvn.error) return { skipped: `mvn: ${mvn.error.message}` };
-    if (mvn.status !== 0) mvn = spawnSync("mvn", goals, { encoding: "utf8" });
-    if (mvn.status !== 0) return { skipped: `mvn could not build the Esper peer: ${tail(mvn.stdout + mvn.stderr)}` };
-    writeFileSync(join(tmp, ".complete"), "");
-    try {
-      renameSync(tmp, out);
-    } catch (e) {
-      // Another run finished first: its cache is as good as ours.
-      if (!existsSync(join(out, ".complete"))) throw e;
-    }
-    return { classpath: classpath() };
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
+/** The formulations named (every one by default) one after the other on the same observations. */
+export async function runFormulations(
+  input: Omit<PeerInput, "formulation" | "messages"> & { messages: () => Iterable<Uint8Array> },
+  names: readonly FormulationName[] = FORMULATIONS,
+): Promise<(PeerResult | (PeerSkipped & { formulation: FormulationName }))[]> {
+  const out = [];
+  for (const formulation of names) {
+    const r = await runPeer({ ...input, messages: input.messages(), formulation });
+    out.push("skipped" in r ? { ...r, formulation } : r);
   }
+  return out;
 }
 
-function tail(text: string): string {
-  return text.trim().split("\n").slice(-15).join("\n");
+/** ESPER_FORMULATIONS (comma-separated) or every formulation. */
+export function formulationsFromEnv(): FormulationName[] {
+  const named = process.env.ESPER_FORMULATIONS?.split(",").filter(Boolean);
+  if (!named) return [...FORMULATIONS];
+  for (const n of named) if (!(FORMULATIONS as readonly string[]).includes(n)) throw new Error(`no formulation ${n}`);
+  return named as FormulationName[];
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { workload } = await import("../workload.js");
-  const n = Number(process.argv[2] ?? 200_000);
-  const w = workload();
-  const messages = (function* () {
-    for (let i = 0; i < n; i++) yield Buffer.from(w.message(i));
-  })();
-  console.log(JSON.stringify(await runPeer({ rules: w.rules, things: w.things, messages }), null, 2));
+  const { Encoded, memoryEngine, workload } = await import("../workload.js");
+  const { decodeMessages } = await import("../../../src/engine/index.js");
+  const { peerSection } = await import("./report.js");
+  const { loadAverage } = await import("../report.js");
+  const n = Number(process.argv[2] ?? 30_000);
+  // bench/kafka's workload by default (10,000 things, 10,000 rules), so a short sample still fires.
+  const w = workload({ thingsPerType: Number(process.env.ESPER_THINGS_PER_TYPE ?? 100) });
+  const data = new Encoded(w, n);
+  const load = loadAverage();
+  const engine = memoryEngine(w, w.rules);
+  let triggered = 0;
+  const t0 = performance.now();
+  for (let start = 0; start < n; start += 1000)
+    triggered += engine.process(decodeMessages(data.chunk(start, start + 1000))).triggered;
+  const dms = { observations: n, rate: n / ((performance.now() - t0) / 1000), triggered };
+  console.error(`dms: ${Math.round(dms.rate)} obs/s, ${triggered} triggered; load ${load}`);
+  const results = await runFormulations(
+    { rules: w.rules, things: w.things, messages: () => data.messages(n) },
+    formulationsFromEnv(),
+  );
+  console.log(
+    `Load average at the start / at the end: ${load} / ${loadAverage()}. ${fmtWorkload(w.things.length, w.rules.length)}\n`,
+  );
+  console.log(peerSection(results, dms));
+}
+
+function fmtWorkload(things: number, rules: number): string {
+  return `Workload: ${things.toLocaleString("en-US")} things, ${rules.toLocaleString("en-US")} rules.`;
 }

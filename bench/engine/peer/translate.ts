@@ -20,6 +20,12 @@ export interface Statement {
   rule: string;
   epl: string;
   params: Param[];
+  /** The stream filter's resource part: the observation carries one of the rule's resources. */
+  presence: string;
+  /** The rule's expression over the event `A`, its constants as the parameters `?:vN:type`. */
+  condition: string;
+  /** The threshold: consecutive matching observations that fire. */
+  count: number;
 }
 
 export interface PeerSpec {
@@ -66,16 +72,18 @@ function statement(rule: Rule, spec: PeerSpec): Statement {
   const conditions = rule.expression.map((item, i) => condition(item, `v${i}`, params, spec));
   const resources = [...new Set(rule.expression.map((item) => presence(item.resource)))];
   const count = Math.max(1, rule.threshold.count);
+  const carries = resources.join(" or ");
+  const matches = conditions.join(" and ");
   const epl = [
-    `select * from Obs(thingType = ?:type:string and (${resources.join(" or ")}))`,
+    `select * from Obs(thingType = ?:type:string and (${carries}))`,
     "match_recognize (",
     "  partition by thingName",
     "  measures A[0].thingName as thingName",
     `  pattern (A{${count}})`,
-    `  define A as ${conditions.join(" and ")}`,
+    `  define A as ${matches}`,
     ")",
   ].join("\n");
-  return { rule: rule.id, epl, params };
+  return { rule: rule.id, epl, params, presence: carries, condition: matches, count };
 }
 
 /** The filter term for "the observation carries this resource". */
@@ -109,18 +117,8 @@ function condition(item: ExpressionItem, param: string, params: Param[], spec: P
     return `${left} ${cmp} ?:${param}:string`;
   }
   if (item.resource !== POSITION) throw new Error(`${op} needs resource latlng`);
-  const poi = op.endsWith("Poi");
-  const fn = poi ? "inPoi" : "inPolygon";
-  let g: number;
-  if (poi) {
-    const p = item.value as Poi;
-    g = spec.pois.push([Number(p.center.lat), Number(p.center.lon), Number(p.radius)]) - 1;
-  } else {
-    const ring = (item.value as [number, number][]).map(([lon, lat]): [number, number] => [lon, lat]);
-    const [first, last] = [ring[0]!, ring[ring.length - 1]!];
-    if (first[0] !== last[0] || first[1] !== last[1]) ring.push([first[0], first[1]]);
-    g = spec.polygons.push(ring) - 1;
-  }
+  const fn = op.endsWith("Poi") ? "inPoi" : "inPolygon";
+  const g = geofence(item, spec);
   params.push([param, "int", g]);
   const cur = `${fn}(A.lon, A.lat, ?:${param}:int)`;
   const prev = `${fn}(A.prevLon, A.prevLat, ?:${param}:int)`;
@@ -138,6 +136,21 @@ function condition(item: ExpressionItem, param: string, params: Param[], spec: P
     default:
       throw new Error(`the peer has no operator ${op}`);
   }
+}
+
+/**
+ * A geofence item's shape into the spec (a POI as [lat, lon, radius], a polygon as a closed ring of
+ * [lon, lat]), as Geo.java loads them; returns its index.
+ */
+export function geofence(item: ExpressionItem, spec: Pick<PeerSpec, "polygons" | "pois">): number {
+  if (item.operator.endsWith("Poi")) {
+    const p = item.value as Poi;
+    return spec.pois.push([Number(p.center.lat), Number(p.center.lon), Number(p.radius)]) - 1;
+  }
+  const ring = (item.value as [number, number][]).map(([lon, lat]): [number, number] => [lon, lat]);
+  const [first, last] = [ring[0]!, ring[ring.length - 1]!];
+  if (first[0] !== last[0] || first[1] !== last[1]) ring.push([first[0], first[1]]);
+  return spec.polygons.push(ring) - 1;
 }
 
 /**

@@ -1,5 +1,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { ThingOutcome, ThingsService, WrittenThing } from "../../things/index.js";
+import {
+  MIN_CHOSEN_SECRET_LENGTH,
+  type ThingOutcome,
+  type ThingsService,
+  type WrittenThing,
+} from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses } from "../openapi.js";
 
@@ -18,9 +23,11 @@ export const ThingSchema = z
 const Serial = z.string().min(1).max(128);
 const Secret = z
   .string()
-  .min(4)
+  .min(MIN_CHOSEN_SECRET_LENGTH)
   .max(256)
-  .openapi({ description: "Device secret (MQTT password): write-only, stored hashed" });
+  .openapi({
+    description: `Device secret (MQTT password), at least ${MIN_CHOSEN_SECRET_LENGTH} characters: write-only, stored hashed (PBKDF2-SHA512)`,
+  });
 const Label = z.string().max(256);
 const GenerateSecret = z.boolean().optional().openapi({
   description:

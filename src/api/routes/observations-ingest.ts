@@ -7,7 +7,6 @@ import {
   type StoredDeadLetter,
 } from "../../engine/index.js";
 import { ApiError } from "../../errors/index.js";
-import type { Readiness } from "../../readiness/index.js";
 import type { ThingRegistry } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { jsonBody, jsonResponses } from "../openapi.js";
@@ -87,7 +86,6 @@ const deadLetters = createRoute({
 interface IngestDeps {
   /** The engine, when this process runs the `engine` role; else these operations answer 503. */
   engine: EngineService | undefined;
-  readiness: Readiness;
   registry: ThingRegistry;
 }
 
@@ -95,9 +93,6 @@ export const observationsIngestRoutes: RouteModule<IngestDeps> = (app, services)
   const engine = (): EngineService => {
     if (!services.engine)
       throw new ApiError("INTERNAL_ERROR", "the engine does not run in this process (DMS_ROLES)", undefined, 503);
-    // Before its rules are loaded (provisioning still running) the engine would evaluate against none.
-    if (!services.readiness.met("components"))
-      throw new ApiError("INTERNAL_ERROR", "the service is starting (see /readyz); try again", undefined, 503);
     return services.engine;
   };
 

@@ -6,12 +6,13 @@ import { invalid, notFound } from "../../errors/index.js";
 import {
   DEFAULT_PAGE_SIZE,
   MAX_PAGE_SIZE,
+  declaredFieldTypes,
   executionDetail,
   type Exports,
   type FindRunner,
 } from "../../observations/index.js";
 import type { Metrics } from "../../observability/index.js";
-import type { ThingRegistry } from "../../things/index.js";
+import type { ThingRegistry, ThingType } from "../../things/index.js";
 import type { RouteModule } from "../context.js";
 import { emptyResponses, jsonBody, jsonResponses, PageInfoSchema } from "../openapi.js";
 
@@ -229,11 +230,12 @@ export const observationRoutes: RouteModule<ObservationDeps> = (app, services) =
     authorize(principal, "Observations.READ", principal.homeDomain);
     const body = c.req.valid("json");
     const stop = findSeconds.startTimer();
-    const thingTypes = readableThingTypes(services, principal, body.queryScope?.thingTypes);
+    const types = readableThingTypes(services, principal, body.queryScope?.thingTypes);
+    const scope = { thingTypes: types.map((t) => t.id), fieldTypes: declaredFieldTypes(types) };
     try {
       // Evaluated off this thread and serialized there: the answer comes back as JSON text, which
       // the route's typing (made for c.json of an object) cannot see is the declared JSON answer.
-      const answer = await services.find.find(body.query, services.clock(), thingTypes, principal.homeDomain);
+      const answer = await services.find.find(body.query, services.clock(), scope, principal.homeDomain);
       return c.body(answer, 200, { "content-type": "application/json" }) as never;
     } finally {
       stop();
@@ -306,12 +308,11 @@ function readableThingTypes(
   services: Pick<ObservationDeps, "registry">,
   principal: Principal,
   scope: string[] | undefined,
-): string[] {
+): ThingType[] {
   const readable = services.registry.thingTypes().filter((t) => principal.can("ThingTypes.READ", t.domain));
-  const ids = readable.map((t) => t.id);
-  if (!scope) return ids;
+  if (!scope) return readable;
   const wanted = new Set(scope);
-  return ids.filter((id) => wanted.has(id));
+  return readable.filter((t) => wanted.has(t.id));
 }
 
 function jobId(id: string): string {

@@ -155,20 +155,36 @@ export function compileComparison(
 
 /** At most this many generated functions are kept for sharing (docs/engine.md, "Caches"). */
 export const GENERATED_CACHE_MAX = 10_000;
+/** And at most this many bytes of them, as generatedCodeBytes estimates them. */
+export const GENERATED_CACHE_MAX_BYTES = 32 * 1024 * 1024;
+
+/**
+ * What a function generated from `text` holds on the V8 heap (its source,
+ * bytecode, closure and this cache's key), estimated from the text's length:
+ * measured at 2-20 KB per function, for one term to thirty.
+ */
+export function generatedCodeBytes(text: string): number {
+  return 1024 + 16 * text.length;
+}
 
 /**
  * Generated functions by their text: identical conditions (the same check in
  * many thing types' rules) share one function, so V8 compiles, optimises and
  * caches its code once instead of once per rule. They read only `ctx`, so
- * sharing is safe. Least recently used texts are evicted: a compiled rule
- * keeps its own functions alive, so eviction only ends sharing, and the dry
- * run's stream of distinct expressions cannot grow the process.
+ * sharing is safe. Least recently used texts are evicted, by count and by
+ * estimated bytes (a long expression costs more): a compiled rule keeps its
+ * own functions alive, so eviction only ends sharing, and the dry run's
+ * stream of distinct expressions cannot grow the process.
  */
-const GENERATED = new LRUCache<string, (ctx: never) => unknown>({ max: GENERATED_CACHE_MAX });
+const GENERATED = new LRUCache<string, (ctx: never) => unknown>({
+  max: GENERATED_CACHE_MAX,
+  maxSize: GENERATED_CACHE_MAX_BYTES,
+  sizeCalculation: (_fn, text) => generatedCodeBytes(text),
+});
 
-/** How many generated functions are cached now (for the bounded-memory test). */
-export function generatedCacheSize(): number {
-  return GENERATED.size;
+/** How many generated functions are cached now, and their estimated bytes (for the bounded-memory test). */
+export function generatedCacheSize(): { entries: number; bytes: number } {
+  return { entries: GENERATED.size, bytes: GENERATED.calculatedSize };
 }
 
 function generated<C>(body: string): (ctx: C) => unknown {
@@ -209,6 +225,8 @@ export interface ScopeExpression {
   evaluate: (scope: object) => unknown;
   /** Every dotted name it reads, so the caller can tell an unknown variable from a result. */
   names: readonly (readonly string[])[];
+  /** What its generated function holds, estimated (generatedCodeBytes): for caches that keep it. */
+  bytes: number;
 }
 
 /**
@@ -223,7 +241,8 @@ export function compileScopeExpression(source: string, property: string): ScopeE
     return `at(ctx, ${JSON.stringify(path)})`;
   };
   const { code } = parseChecked(source, property, collect);
-  return { evaluate: generated<object>(`return function value(ctx) { return ${code}; };`), names };
+  const text = `return function value(ctx) { return ${code}; };`;
+  return { evaluate: generated<object>(text), names, bytes: generatedCodeBytes(text) };
 }
 
 function compileOne(source: string, property: string, mode: ExpressionMode): ValueFn {

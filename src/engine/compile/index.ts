@@ -15,6 +15,8 @@ export {
   readPath,
   generatedCacheSize,
   GENERATED_CACHE_MAX,
+  GENERATED_CACHE_MAX_BYTES,
+  generatedCodeBytes,
   EXPRESSION_MAX_LENGTH,
   EXPRESSION_MAX_NODES,
   type ExpressionMode,

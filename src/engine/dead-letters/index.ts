@@ -7,4 +7,5 @@ export {
   type StoredDeadLetter,
 } from "./store.js";
 export { SqliteDeadLetterStore } from "./sqlite-store.js";
-export { deadLetterMigrations } from "./migrations.js";
+export { PgDeadLetterStore } from "./pg-store.js";
+export { deadLetterMigrations, deadLetterPgMigrations } from "./migrations.js";

@@ -1,4 +1,4 @@
-import type { Db } from "../../store/index.js";
+import { oldestRowsRemover, type Db } from "../../store/index.js";
 import type { DeadLetter, DeadLetterReason, DeadLetterStore, StoredDeadLetter } from "./store.js";
 
 interface Row {
@@ -18,6 +18,7 @@ interface Row {
 export class SqliteDeadLetterStore implements DeadLetterStore {
   private readonly insert;
   private readonly countAll;
+  private readonly removeOldest;
 
   constructor(private readonly db: Db) {
     this.insert = db.prepare<
@@ -27,6 +28,7 @@ export class SqliteDeadLetterStore implements DeadLetterStore {
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.countAll = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM engine_dead_letters");
+    this.removeOldest = oldestRowsRemover(db, "engine_dead_letters", "created_at < ?", "created_at");
   }
 
   async insertBatch(letters: readonly DeadLetter[]): Promise<void> {
@@ -74,5 +76,9 @@ export class SqliteDeadLetterStore implements DeadLetterStore {
 
   async count(): Promise<number> {
     return this.countAll.get()!.n;
+  }
+
+  deleteOlderThan(cutoff: number, limit: number): Promise<number> {
+    return this.removeOldest(cutoff, limit);
   }
 }

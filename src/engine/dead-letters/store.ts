@@ -54,4 +54,6 @@ export interface DeadLetterStore {
   }): Promise<StoredDeadLetter[]>;
   /** How many are kept (the retention bounds them), for `/metrics`. */
   count(): Promise<number>;
+  /** Deletes up to `limit` dead letters stored before `cutoff` (epoch ms), oldest first; answers how many. */
+  deleteOlderThan(cutoff: number, limit: number): Promise<number>;
 }

@@ -1,254 +1,160 @@
-import { Kafka, logLevel, type Consumer } from "kafkajs";
-import type { Logger } from "../../observability/index.js";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
 import type { ObservationSource } from "./source.js";
 import type { RawObservation } from "../types.js";
+import { unpackChunk } from "./kafka-chunks.js";
+import { KafkaConsumerLoop, type Handled, type KafkaHandler, type KafkaLoopOptions } from "./kafka-loop.js";
+import type { FetchThreadData, FromFetchThread, ToFetchThread } from "./kafka-protocol.js";
 
-export interface KafkaSourceOptions {
-  brokers: string[];
-  topic: string;
-  groupId: string;
-  clientId?: string;
-  /** Where a new group starts; the service starts at the beginning so nothing produced before it is lost. */
-  fromBeginning?: boolean;
-  /** Messages handed to the engine at once; the consumer heartbeats between chunks of a long batch. */
-  chunkSize?: number;
-  logger?: Logger;
-  /** Called each time the consumer (re)joins its group: its partitions may have changed hands. */
-  onRebalance?: () => void;
-  /** The consumer crashed; kafkajs restarts it when the error is retriable (`restart`). */
-  onCrash?: (err: Error, restart: boolean) => void;
+export type { Handled } from "./kafka-loop.js";
+
+export interface KafkaSourceOptions extends KafkaLoopOptions {
   /**
-   * After each chunk handed over: how far behind the partition's high watermark
-   * the consumer is, in messages (the `/metrics` consumer lag).
+   * Fetch on a thread of its own (default): kafkajs's fetches, record batch decoding, commits and
+   * heartbeats run beside the engine instead of taking turns with it on the engine's thread.
+   * False runs the consumer loop on the caller's thread.
    */
-  onLag?: (partition: number, lag: number) => void;
-  /** A checkpoint covering every chunk handed over so far (the engine's `checkpoint`): taken on stop, so that the commits go that far. */
-  checkpoint?: () => Promise<void>;
-  /** An offset committed (the offset of the next message to read), for tests. */
-  onCommit?: (partition: number, offset: string) => void;
+  fetchThread?: boolean;
 }
 
-/** What handling a chunk resolves with: when its state is durable (absent: once handled). */
-export type Handled = { checkpointed?: Promise<void> } | void;
-type KafkaHandler = (batch: readonly RawObservation[]) => Promise<Handled>;
-
 /**
- * The group is rebalancing and this member's generation is still current, so the broker takes its
- * commits (kafkajs's `isRebalancing` also counts a lost coordinator or generation, where it does not).
- */
-function rebalancing(err: unknown): boolean {
-  const type = (err as { type?: unknown } | null)?.type;
-  return type === "REBALANCE_IN_PROGRESS";
-}
-
-/** Chunks handed to the engine before the first of them is handled (see `eachBatch`). */
-const CHUNKS_IN_FLIGHT = 3;
-
-/**
- * The Kafka source: a kafkajs consumer group reading with `eachBatch`.
- * A chunk's offsets are resolved once the engine's `handle` resolves for it
- * (actions in the outbox, rows stored), so the fetch moves on, and committed
- * only once a checkpoint covering the chunk is durable (`checkpointed`), in
- * order per partition: a crash replays from the committed offset, and the
- * state table already counts at least everything before it. A chunk that
- * fails, or a checkpoint that does not come (the engine went back to the last
- * one), sends the partition back to its committed offset.
+ * The Kafka source: a consumer group (`KafkaConsumerLoop`) whose chunks the engine handles. A
+ * chunk's offsets are committed only once a checkpoint covering it is durable (the engine's
+ * `checkpointed`), in order per partition. The loop runs on a fetch thread by default: chunks come
+ * to this thread packed (`kafka-chunks.ts`), the engine's answers go back, and the loop's callbacks
+ * and logs are called here, on the engine's thread, in the order the loop made them.
  */
 export class KafkaObservationSource implements ObservationSource {
   readonly name: string;
-  private consumer: Consumer | undefined;
   private joined!: () => void;
   /** Resolves once the consumer has joined its group and has partitions: what it will read from now on. */
   readonly ready = new Promise<void>((resolve) => (this.joined = resolve));
-  /** Per partition: the offset committed last (or where this generation started reading it). */
-  private readonly committed = new Map<number, string>();
-  /** Per partition: the commits in order. */
-  private readonly commits = new Map<number, Promise<void>>();
-  /** Per partition: seeks back so far (see `goBack`). */
-  private readonly epochs = new Map<number, number>();
+  private inProcess: KafkaConsumerLoop | undefined;
+  private thread: Worker | undefined;
+  /** Resolves once the fetch thread's loop stopped. */
+  private stopped: (() => void) | undefined;
 
   constructor(private readonly options: KafkaSourceOptions) {
     this.name = `kafka:${options.topic}`;
   }
 
   async start(handle: KafkaHandler): Promise<void> {
-    const { brokers, topic, groupId, logger } = this.options;
-    const chunkSize = this.options.chunkSize ?? 5000;
-    const kafka = new Kafka({ clientId: this.options.clientId ?? "dms-engine", brokers, logLevel: logLevel.NOTHING });
-    // A partition's fetch up to the whole fetch's 10 MiB, not kafkajs's 1 MiB: each fetched batch
-    // ends with its chunks in flight settled (stored, in the sink), and with 1 MiB batches (about
-    // 7,500 observations, two chunks) the engine waited for the store at every batch's end.
-    const consumer = kafka.consumer({ groupId, maxBytes: 10 * 1024 * 1024, maxBytesPerPartition: 10 * 1024 * 1024 });
-    this.consumer = consumer;
-    consumer.on(consumer.events.GROUP_JOIN, () => {
-      // The assignment starts at the group's committed offsets.
-      this.committed.clear();
-      this.options.onRebalance?.();
-      this.joined();
-    });
-    consumer.on(consumer.events.CRASH, (e) => this.options.onCrash?.(e.payload.error, e.payload.restart));
-    try {
-      await this.consume(consumer, handle, chunkSize);
-    } catch (err) {
-      // A start that failed half-way (connected, topic missing) leaves nothing behind to retry over.
-      this.consumer = undefined;
-      await consumer.disconnect().catch(() => {});
-      throw err;
+    if (this.options.fetchThread === false) {
+      const loop = new KafkaConsumerLoop(this.options);
+      this.inProcess = loop;
+      void loop.ready.then(() => this.joined());
+      await loop.start(handle);
+      return;
     }
-    logger?.info({ topic, groupId }, "kafka source consuming");
-  }
-
-  private async consume(consumer: Consumer, handle: KafkaHandler, chunkSize: number): Promise<void> {
-    const { topic, onLag } = this.options;
-    await consumer.connect();
-    await consumer.subscribe({ topic, fromBeginning: this.options.fromBeginning ?? true });
-    const source = this.name;
-    await consumer.run({
-      eachBatchAutoResolve: false,
-      // Offsets are committed once a checkpoint covers them (`commit`), not as they are resolved.
-      autoCommit: false,
-      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-        const messages = batch.messages;
-        const partition = batch.partition;
-        if (messages.length === 0) return;
-        // The consumer fetched from the group's committed offset: until this engine commits, that is
-        // where a partition goes back to.
-        if (!this.committed.has(partition)) this.committed.set(partition, messages[0]!.offset);
-        const epoch = this.epochOf(partition);
-        // Reported before handling too, so a consumer stuck on a failing batch shows its lag grow.
-        onLag?.(partition, Number(batch.highWatermark) - Number(messages[0]!.offset));
-        // Chunks in flight at once: the engine evaluates one while the store writes the one before.
-        // Offsets are resolved in order, each once its chunk is handled (actions in the sink, rows
-        // stored), so that the fetch moves on; committed once a checkpoint covers the chunk.
-        const inFlight: { handled: Promise<Handled>; last: string }[] = [];
-        const settleOldest = async (beat = true): Promise<void> => {
-          const { handled, last } = inFlight.shift()!;
-          const { checkpointed } = (await handled) ?? {};
-          // A seek since (this or another chunk failed): the fetch starts over there, nothing here counts.
-          if (this.epochOf(partition) !== epoch) return;
-          resolveOffset(last);
-          const next = String(Number(last) + 1);
-          if (checkpointed === undefined) this.commit(consumer, partition, next);
-          else
-            checkpointed.then(
-              () => this.commit(consumer, partition, next),
-              (err: unknown) => this.goBack(consumer, partition, epoch, err),
+    const o = this.options;
+    const data: FetchThreadData = {
+      brokers: o.brokers,
+      topic: o.topic,
+      groupId: o.groupId,
+      clientId: o.clientId,
+      fromBeginning: o.fromBeginning,
+      chunkSize: o.chunkSize,
+      partitionsAtOnce: o.partitionsAtOnce,
+      sessionTimeoutMs: o.sessionTimeoutMs,
+      heartbeatIntervalMs: o.heartbeatIntervalMs,
+    };
+    const thread = new Worker(fileURLToPath(new URL("./kafka-fetch.mjs", import.meta.url)), {
+      workerData: data,
+      name: "kafka fetch",
+    });
+    this.thread = thread;
+    this.stopped = undefined;
+    const send = (m: ToFetchThread): void => thread.postMessage(m);
+    await new Promise<void>((started, failed) => {
+      thread.on("error", (err) => {
+        failed(err);
+        this.options.logger?.warn({ err, topic: o.topic }, "kafka fetch thread failed");
+      });
+      thread.on("exit", () => {
+        const ended = new Error("the kafka fetch thread ended");
+        failed(ended);
+        // Not asked to stop: the consumer is gone, as after a crash kafkajs does not restart.
+        if (this.stopped === undefined && this.thread === thread) this.options.onCrash?.(ended, false);
+        this.stopped?.();
+        if (this.thread === thread) this.thread = undefined;
+      });
+      thread.on("message", (m: FromFetchThread) => {
+        switch (m.op) {
+          case "chunk":
+            return this.handleChunk(handle, m.id, unpackChunk(m.chunk), send);
+          case "started":
+            return started();
+          case "start-failed":
+            this.thread = undefined;
+            void thread.terminate();
+            return failed(new Error(m.message));
+          case "ready":
+            return this.joined();
+          case "rebalance":
+            return this.options.onRebalance?.();
+          case "crash":
+            return this.options.onCrash?.(new Error(m.message), m.restart);
+          case "lag":
+            return this.options.onLag?.(m.partition, m.lag);
+          case "commit":
+            return this.options.onCommit?.(m.partition, m.offset);
+          case "checkpoint":
+            return void Promise.resolve(this.options.checkpoint?.()).then(
+              () => send({ op: "checkpoint-done", id: m.id }),
+              (err: unknown) => send({ op: "checkpoint-done", id: m.id, error: messageOf(err) }),
             );
-          onLag?.(partition, Math.max(0, Number(batch.highWatermark) - Number(last) - 1));
-          if (beat) await heartbeat();
-        };
-        try {
-          for (let start = 0; start < messages.length; start += chunkSize) {
-            if (!isRunning() || isStale() || this.epochOf(partition) !== epoch) break;
-            const chunk = messages.slice(start, start + chunkSize);
-            const raws: RawObservation[] = chunk.map((m) => ({
-              key: m.key ? m.key.toString("utf8") : null,
-              value: m.value ?? Buffer.alloc(0),
-              position: { source, partition, offset: m.offset, epoch },
-            }));
-            const handled = handle(raws);
-            // Awaited in order below; a failure of a later chunk while an earlier one is awaited is not unhandled.
-            handled.catch(() => undefined);
-            inFlight.push({ handled, last: chunk[chunk.length - 1]!.offset });
-            if (inFlight.length >= CHUNKS_IN_FLIGHT) await settleOldest();
-          }
-          while (inFlight.length > 0) await settleOldest();
-        } catch (err) {
-          if (rebalancing(err) && this.epochOf(partition) === epoch) {
-            // The heartbeat says the group is rebalancing: this consumer still owns its partitions
-            // until it joins again, which kafkajs does once this handler throws. Before that, what
-            // was handed over is checkpointed and committed, so the next owner (or this one, after
-            // `resync`) goes on from there instead of replaying everything since the last checkpoint.
-            await this.handOver(inFlight, settleOldest);
-            throw err;
-          }
-          // A failed chunk: the engine went back to its last checkpoint, so the partition goes back to
-          // its committed offset (no checkpoint has passed it), not merely to the failed chunk.
-          this.goBack(consumer, partition, epoch, err);
-        } finally {
-          inFlight.length = 0;
+          case "log":
+            return this.options.logger?.[m.level](m.obj, m.msg);
+          case "stopped":
+            return this.stopped?.();
         }
+      });
+      send({ op: "start" });
+    });
+  }
+
+  /** Hands a chunk to the engine and its answers back to the fetch thread. */
+  private handleChunk(
+    handle: KafkaHandler,
+    id: number,
+    chunk: RawObservation[],
+    send: (m: ToFetchThread) => void,
+  ): void {
+    handle(chunk).then(
+      (handled: Handled) => {
+        const checkpointed = handled?.checkpointed;
+        send({ op: "handled", id, checkpointed: checkpointed !== undefined });
+        checkpointed?.then(
+          () => send({ op: "checkpointed", id }),
+          (err: unknown) => send({ op: "not-checkpointed", id, message: messageOf(err) }),
+        );
       },
-    });
-  }
-
-  /**
-   * The group is rebalancing (eager protocol: every member gives its partitions up and joins again):
-   * settles the chunks still in flight, takes a checkpoint covering every chunk handed over
-   * (`checkpoint`) and waits for the commits it allows. A commit the broker refuses, or a
-   * checkpoint that fails, leaves things as they were without it: the next owner starts at the
-   * offset committed before, which the checkpoints cover too. Without `checkpoint` only the chunks
-   * in flight are settled.
-   */
-  private async handOver(inFlight: readonly unknown[], settleOldest: (beat: boolean) => Promise<void>): Promise<void> {
-    try {
-      while (inFlight.length > 0) await settleOldest(false);
-      await this.options.checkpoint?.();
-      await Promise.all(this.commits.values());
-    } catch (err) {
-      this.options.logger?.warn({ err, topic: this.options.topic }, "no checkpoint before the rebalance");
-    }
-  }
-
-  /** The partition's seeks so far: a chunk handed over before the last one counts for nothing. */
-  private epochOf(partition: number): number {
-    return this.epochs.get(partition) ?? 0;
-  }
-
-  /**
-   * Commits `next` on the partition once the commits before it are done, unless a later one went
-   * first. A commit refused (a rebalance under way) is left: whoever owns the partition now starts
-   * at the offset committed before, which the checkpoints cover too.
-   */
-  private commit(consumer: Consumer, partition: number, next: string): void {
-    const { topic, logger } = this.options;
-    const before = this.commits.get(partition) ?? Promise.resolve();
-    const done = before.then(async () => {
-      if (Number(next) <= Number(this.committed.get(partition) ?? -1)) return;
-      try {
-        await consumer.commitOffsets([{ topic, partition, offset: next }]);
-        this.committed.set(partition, next);
-        this.options.onCommit?.(partition, next);
-      } catch (err) {
-        logger?.debug({ err, topic, partition, offset: next }, "offset not committed");
-      }
-    });
-    this.commits.set(partition, done);
-  }
-
-  /** Fetches the partition again from its committed offset, once per failure (`epoch` as the chunk saw it). */
-  private goBack(consumer: Consumer, partition: number, epoch: number, err: unknown): void {
-    if (this.epochOf(partition) !== epoch) return;
-    this.epochs.set(partition, epoch + 1);
-    const { topic, logger } = this.options;
-    const offset = this.committed.get(partition);
-    logger?.warn(
-      { err, topic, partition, offset },
-      "batch failed; reading the partition again from the committed offset",
+      (err: unknown) => send({ op: "failed", id, message: messageOf(err) }),
     );
-    if (offset === undefined) return;
-    try {
-      consumer.seek({ topic, partition, offset });
-    } catch (seekErr) {
-      // Not running any more: the next start resumes at the committed offset anyway.
-      logger?.debug({ err: seekErr, topic, partition }, "no seek");
-    }
   }
 
   /**
-   * Commits what a last checkpoint covers (`checkpoint`), then leaves the group: the next owner of a
-   * partition resumes at its committed offset.
+   * Commits what a last checkpoint covers, then leaves the group: the next owner of a partition
+   * resumes at its committed offset.
    */
   async stop(): Promise<void> {
-    const consumer = this.consumer;
-    if (consumer === undefined) return;
-    try {
-      await this.options.checkpoint?.();
-      await Promise.all(this.commits.values());
-    } catch (err) {
-      this.options.logger?.warn({ err }, "no last checkpoint before leaving the group");
+    const loop = this.inProcess;
+    if (loop !== undefined) {
+      await loop.stop();
+      if (this.inProcess === loop) this.inProcess = undefined;
+      return;
     }
-    await consumer.disconnect();
-    if (this.consumer === consumer) this.consumer = undefined;
+    const thread = this.thread;
+    if (thread === undefined) return;
+    await new Promise<void>((done) => {
+      this.stopped = done;
+      thread.postMessage({ op: "stop" } satisfies ToFetchThread);
+    });
+    await thread.terminate();
+    if (this.thread === thread) this.thread = undefined;
   }
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

@@ -1,5 +1,6 @@
 import type { Db, Migration } from "../../store/index.js";
-import { isLive, type ThingState, type ThresholdState } from "./store.js";
+import { fromRow, stateDoc, thingValues, type ThingRow } from "./doc.js";
+import type { ThingState } from "./store.js";
 import { MemoryStateStore } from "./memory.js";
 import { RowMaker, stateWriter, type RowValues } from "./rows.js";
 import { StateWriter } from "./writer.js";
@@ -39,15 +40,6 @@ export const stateMigrations: Migration[] = [
     `,
   },
 ];
-
-interface ThingRow {
-  thing_name: string;
-  ts: number;
-  seq: number;
-  last_source: string | null;
-  last_offset: number | null;
-  doc: string;
-}
 
 export interface SqliteStateOptions {
   /**
@@ -147,81 +139,4 @@ export class SqliteStateStore extends MemoryStateStore {
     await this.written.catch(() => undefined);
     await writer?.close();
   }
-}
-
-/**
- * A thing's document: its state, its nested objects and its live thresholds. The thresholds
- * go flat, five values an entry (ruleId, count, lastFiredAt, lastSeq, version; null where the
- * entry has none): the JSON of an object per entry was the larger part of the engine thread's
- * work on a flush, and of the bytes written. Documents of earlier versions hold an object per
- * entry; `fromRow` reads both.
- */
-interface StateDoc {
-  state: Record<string, unknown>;
-  nested?: ThingState["nested"];
-  thresholds?: (string | number | null)[] | ThresholdState[];
-}
-
-/** Values per threshold entry in a document's flat list. */
-const ENTRY = 5;
-
-/** A state's row values, as `RowValues` puts them. */
-function thingValues(t: ThingState, into: unknown[], at: number): void {
-  into[at] = t.thingName;
-  into[at + 1] = t.timestamp;
-  into[at + 2] = t.seq ?? 0;
-  into[at + 3] = t.lastSource ?? null;
-  into[at + 4] = t.lastOffset ?? null;
-  into[at + 5] = stateDoc(t);
-}
-
-/**
- * The row's document (`StateDoc`) as JSON, one JSON.stringify of it, whose result is one flat
- * string. The document written by hand (the thresholds' list as text around JSON.stringify of the
- * state) looked cheaper alone, but it was a tree of a few dozen short strings that the post to
- * the writer thread, or the bind, then copied into one: counting that copy, about 0.3 µs a row
- * more on the engine's thread (bench/engine's states; docs/engine.md, eighteenth pass). The list is
- * made only when an entry is live; `undefined` leaves a key out, as the document has no `nested`
- * or `thresholds` where the thing has none.
- */
-export function stateDoc(t: ThingState): string {
-  const list = t.thresholds;
-  let flat: (string | number | null)[] | undefined;
-  if (list !== undefined)
-    for (let i = 0; i < list.length; i++) {
-      const e = list[i]!;
-      // Inert entries are the engine's spare slots: no entry means the same.
-      if (isLive(e)) (flat ??= []).push(e.ruleId, e.count, e.lastFiredAt, e.lastSeq ?? null, e.version ?? null);
-    }
-  const doc: StateDoc = { state: t.state, nested: t.nested || undefined, thresholds: flat };
-  return JSON.stringify(doc);
-}
-
-function fromRow(r: ThingRow): ThingState {
-  const doc = JSON.parse(r.doc) as StateDoc;
-  const state: ThingState = { thingName: r.thing_name, timestamp: r.ts, state: doc.state, seq: r.seq };
-  if (doc.nested) state.nested = doc.nested;
-  if (doc.thresholds?.length) state.thresholds = thresholdsOf(doc.thresholds);
-  if (r.last_source !== null && r.last_offset !== null) {
-    state.lastSource = r.last_source;
-    state.lastOffset = r.last_offset;
-  }
-  return state;
-}
-
-function thresholdsOf(stored: NonNullable<StateDoc["thresholds"]>): ThresholdState[] {
-  if (typeof stored[0] === "object") return stored as ThresholdState[];
-  const flat = stored as (string | number | null)[];
-  const list: ThresholdState[] = [];
-  for (let i = 0; i + ENTRY <= flat.length; i += ENTRY) {
-    const e: ThresholdState = {
-      ruleId: flat[i] as string,
-      count: flat[i + 1] as number,
-      lastFiredAt: flat[i + 2] as number,
-    };
-    if (flat[i + 3] !== null) e.lastSeq = flat[i + 3] as number;
-    if (flat[i + 4] !== null) e.version = flat[i + 4] as number;
-    list.push(e);
-  }
-  return list;
 }

@@ -147,7 +147,7 @@ export class ExportRunner {
       let after = { ts: -8_640_000_000_000_000, id: 0 };
       for (;;) {
         if (this.cancelled.has(e.id)) throw new Cancelled();
-        const rows = this.deps.reader.exportPage(scope, e.windowFrom, e.windowTo, after, PAGE_ROWS);
+        const rows = await this.deps.reader.exportPage(scope, e.windowFrom, e.windowTo, after, PAGE_ROWS);
         let chunk = "";
         for (const [, ts, thingName, json] of rows) {
           scanned += Buffer.byteLength(json);

@@ -130,6 +130,17 @@ export class SqliteExportStore implements ExportStore {
     return r.changes === 1;
   }
 
+  async holdScheduleLease(holder: string, now: number, ttlMs: number): Promise<boolean> {
+    const { changes } = this.db
+      .prepare(
+        `INSERT INTO export_schedule_lease (one, holder, expires_at) VALUES (1, ?, ?)
+         ON CONFLICT (one) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+         WHERE export_schedule_lease.holder = excluded.holder OR export_schedule_lease.expires_at <= ?`,
+      )
+      .run(holder, now + ttlMs, now);
+    return changes === 1;
+  }
+
   private page<R extends { seq: number }>(table: string, where: string, args: unknown[], q: ListQuery): ExportPage<R> {
     const cmp = q.order === "asc" ? ">" : "<";
     const marker = q.marker === undefined ? "" : ` AND seq ${cmp} ?`;

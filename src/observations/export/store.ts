@@ -45,4 +45,10 @@ export interface ExportStore {
   openExecutions(): Promise<ExportExecution[]>;
   /** Moves an execution on, unless it was cancelled meanwhile; answers whether it moved. */
   transition(id: string, to: ExecutionStatus, fields?: ExecutionProgress): Promise<boolean>;
+  /**
+   * Takes or renews for `holder` the lease on firing the export schedules, until `now + ttlMs`
+   * (epoch ms); answers whether `holder` has it. Of the schedulers of the processes sharing the
+   * database one fires; when it dies (stops renewing) another takes over after `ttlMs`.
+   */
+  holdScheduleLease(holder: string, now: number, ttlMs: number): Promise<boolean>;
 }

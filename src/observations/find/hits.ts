@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { badQuery, isObject, objectAt, stringAt } from "./errors.js";
 import { accessor, toNumber, type Accessor, type Doc } from "./fields.js";
 import { wildcardPattern, type Pattern } from "../../patterns/index.js";
@@ -5,6 +6,8 @@ import { wildcardPattern, type Pattern } from "../../patterns/index.js";
 /** One sort key of a request, compiled. `_score` and `_doc` are the ES pseudo-fields. */
 export interface SortKey {
   field: string;
+  /** The type the searched thing types declare for the field, when they agree on one. */
+  declared: string | undefined;
   desc: boolean;
   missingFirst: boolean;
   mode: "min" | "max" | "avg" | "sum" | undefined;
@@ -20,11 +23,35 @@ export interface Sorter {
   values(doc: Doc): unknown[];
 }
 
+/**
+ * The data type each document field has by declaration (`state.<resource>` of the searched
+ * thing types), where every type that declares the resource gives it the same one.
+ */
+export type FieldTypes = Readonly<Record<string, string>>;
+
+export function declaredFieldTypes(
+  types: readonly { resources: readonly { name: string; dataType: string }[] }[],
+): FieldTypes {
+  const declared = new Map<string, string | undefined>();
+  for (const t of types) {
+    for (const r of t.resources) {
+      const field = `state.${r.name}`;
+      // Types that disagree leave the field to be judged by its values, as an undeclared one is.
+      declared.set(field, declared.has(field) && declared.get(field) !== r.dataType ? undefined : r.dataType);
+    }
+  }
+  return Object.fromEntries([...declared].filter((e): e is [string, string] => e[1] !== undefined));
+}
+
 /** `sort` as ES 5.6 takes it: a string, an object, or an array of either. */
-export function compileSort(spec: unknown): Sorter | undefined {
+export function compileSort(spec: unknown, fieldTypes: FieldTypes = {}): Sorter | undefined {
   if (spec === undefined) return undefined;
   const items = Array.isArray(spec) ? spec : [spec];
-  const keys = items.map(sortKey);
+  const keys = items.map((item) => {
+    const key = sortKey(item);
+    key.declared = Object.hasOwn(fieldTypes, key.field) ? fieldTypes[key.field] : undefined;
+    return key;
+  });
   const byScore = keys.length === 1 && keys[0]!.field === "_score" && keys[0]!.desc;
   const valueOf = (k: SortKey, d: Doc): number | string | null => {
     if (k.field === "_score") return d.score;
@@ -64,25 +91,63 @@ export function compileSort(spec: unknown): Sorter | undefined {
   };
 }
 
+/** Declared types ES sorts as a long (a date is its epoch milliseconds). */
+const LONG_SORTED = new Set(["long", "date"]);
+const LONG_MAX = 9223372036854775807n;
+const LONG_MIN = -9223372036854775808n;
+
 /**
  * The sort values of a page as ES writes them: a document without a value for a numeric
- * field shows the sentinel it sorted by (Infinity sorts last ascending, -Infinity last
- * descending, the other way round with `missing: _first`), which ES's JSON writes as the
- * strings "Infinity" and "-Infinity"; a keyword field shows null.
+ * field shows the sentinel it sorted by, the highest value of the field's sort type
+ * ascending and the lowest descending (the other way round with `missing: _first`): for a
+ * field declared `long` or `date` Long.MAX_VALUE and MIN_VALUE (bigints, written whole by
+ * findJson), for a boolean field Integer.MAX_VALUE and MIN_VALUE, for any other numeric
+ * field the doubles Infinity and -Infinity, which ES's JSON writes as the strings
+ * "Infinity" and "-Infinity"; a keyword field shows null.
  */
 export function sortValuesOf(sorter: Sorter, page: Doc[], matches: Doc[]): unknown[][] {
   const rows = page.map((d) => sorter.values(d));
   sorter.keys.forEach((k, i) => {
     if (!rows.some((r) => r[i] === null)) return;
-    const numeric = matches.some((d) => k.get!(d).some((v) => typeof v === "number" || typeof v === "boolean"));
-    if (!numeric) return;
-    const high = k.desc === k.missingFirst;
-    // A boolean field sorts as an int: its sentinels are Integer.MAX_VALUE and MIN_VALUE.
-    const booleans = matches.some((d) => k.get!(d).some((v) => typeof v === "boolean"));
-    const sentinel = booleans ? (high ? 2147483647 : -2147483648) : high ? "Infinity" : "-Infinity";
+    const sentinel = missingSentinel(k, matches);
+    if (sentinel === null) return;
     for (const r of rows) if (r[i] === null) r[i] = sentinel;
   });
   return rows;
+}
+
+/** What a document without the key's field sorts by (null: a keyword field, which shows none). */
+function missingSentinel(k: SortKey, matches: Doc[]): bigint | number | string | null {
+  const high = k.desc === k.missingFirst;
+  if (k.declared !== undefined && LONG_SORTED.has(k.declared)) return high ? LONG_MAX : LONG_MIN;
+  if (k.declared === "double") return high ? "Infinity" : "-Infinity";
+  const numeric = matches.some((d) => k.get!(d).some((v) => typeof v === "number" || typeof v === "boolean"));
+  if (!numeric) return null;
+  // A boolean field sorts as an int: its sentinels are Integer.MAX_VALUE and MIN_VALUE.
+  const booleans = matches.some((d) => k.get!(d).some((v) => typeof v === "boolean"));
+  if (booleans) return high ? 2147483647 : -2147483648;
+  return high ? "Infinity" : "-Infinity";
+}
+
+/**
+ * An answer as JSON text; a bigint in it (a long sort sentinel) is written as its whole
+ * number, which JSON.stringify refuses and a double cannot hold. The usual answer has
+ * none and costs one JSON.stringify.
+ */
+export function findJson(answer: unknown): string {
+  try {
+    return JSON.stringify(answer);
+  } catch (err) {
+    if (!(err instanceof TypeError) || !/BigInt/i.test(err.message)) throw err;
+  }
+  // A mark no document can hold: its id is made for this answer, never seen by its data.
+  const id = randomUUID();
+  const text = JSON.stringify(answer, (_key, value: unknown) =>
+    typeof value === "bigint" ? `bigint-${id}:${value}` : value,
+  );
+  return text.replace(/"bigint-([0-9a-f-]{36}):(-?\d+)"/g, (all: string, mark: string, digits: string) =>
+    mark === id ? digits : all,
+  );
 }
 
 function norm(v: unknown): number | string {
@@ -117,6 +182,7 @@ function make(field: string, order: string, mode: unknown): SortKey {
     throw badQuery(`[sort.${field}.mode] is not supported`);
   return {
     field,
+    declared: undefined,
     desc: order === "desc",
     missingFirst: false,
     mode: mode as SortKey["mode"],

@@ -1,4 +1,5 @@
 export { planFind, runFind, searchDocs, type FindPlan, type FindScope } from "./search.js";
 export type { Doc } from "./fields.js";
-export { createFindRunner, type FindRunner, type FindRunnerOptions } from "./runner.js";
+export { createFindRunner, type FindRunner, type FindRunnerOptions, type FindRunScope } from "./runner.js";
+export { declaredFieldTypes, findJson, type FieldTypes } from "./hits.js";
 export { FIND_LIMITS } from "./limits.js";

@@ -73,6 +73,11 @@ export class QueryBudget {
   tick(): void {
     if (performance.now() > this.deadline) throw timeBudgetExceeded(this.budgetMs);
   }
+
+  /** Milliseconds left before `tick` throws; Infinity for a run without a budget. */
+  remainingMs(): number {
+    return this.deadline - performance.now();
+  }
 }
 
 /** How long a request may take in all, and how much of it is left when it starts to run. */

@@ -2,12 +2,20 @@ import { fileURLToPath } from "node:url";
 import { Piscina } from "piscina";
 import { ApiError } from "../../errors/index.js";
 import type { ObservationReader } from "../reader.js";
+import type { ReaderSource } from "../source.js";
 import { badQuery } from "./errors.js";
 import { FIND_LIMITS, checkJsonDepth, timeBudgetExceeded } from "./limits.js";
 import type { Doc } from "./fields.js";
+import { findJson, type FieldTypes } from "./hits.js";
 import { planFind, runFind, searchDocs } from "./search.js";
 import { Turns } from "./turns.js";
 import type { FindOutcome, FindRequestTask, FindTask, FindWorkerData } from "./worker.js";
+
+/** What a FIND searches: the thing types, and the types their resources declare (declaredFieldTypes). */
+export interface FindRunScope {
+  thingTypes: readonly string[];
+  fieldTypes: FieldTypes;
+}
 
 /** Runs FIND requests so that none can hold the event loop, each within a time budget. */
 export interface FindRunner {
@@ -17,7 +25,7 @@ export interface FindRunner {
    * with its ApiError. `caller` (the principal's home domain) decides whose turn it is
    * when requests wait for a thread (`Turns`).
    */
-  find(request: unknown, now: number, thingTypes: readonly string[], caller: string): Promise<string>;
+  find(request: unknown, now: number, scope: FindRunScope, caller: string): Promise<string>;
   /**
    * The same for documents held in memory (`/things/find` over the things a
    * caller may read): planned without the timestamp requirement, searched
@@ -28,8 +36,8 @@ export interface FindRunner {
 }
 
 export interface FindRunnerOptions {
-  /** The database file; `:memory:` cannot be shared with a thread, and is evaluated in-process. */
-  file: string;
+  /** Where each thread opens its own reader; absent (a database in memory), requests are evaluated in-process. */
+  source: ReaderSource | undefined;
   reader: ObservationReader;
   /** Worker threads; 0 evaluates in-process (tests of an in-memory database). */
   threads: number;
@@ -59,8 +67,8 @@ const NICE_INCREMENT = 10;
 const THREAD_HEAP_MB = 3072;
 
 export function createFindRunner(options: FindRunnerOptions): FindRunner {
-  if (options.threads === 0 || options.file === ":memory:" || options.file === "") return inProcess(options);
-  return threaded(options);
+  if (options.threads === 0 || options.source === undefined) return inProcess(options);
+  return threaded(options, options.source);
 }
 
 /**
@@ -70,20 +78,20 @@ export function createFindRunner(options: FindRunnerOptions): FindRunner {
 function inProcess({ reader, budgetMs }: FindRunnerOptions): FindRunner {
   const time = { budgetMs, remainingMs: budgetMs };
   return {
-    find: async (request, now, thingTypes) => {
-      const plan = planFind(request, now);
-      return JSON.stringify(runFind(reader, plan, { thingTypes }, undefined, time));
+    find: async (request, now, { thingTypes, fieldTypes }) => {
+      const plan = planFind(request, now, { fieldTypes });
+      return findJson(await runFind(reader, plan, { thingTypes }, undefined, time));
     },
     search: async (request, now, docs, shards) => {
       const plan = planFind(request, now, { requireTimestamp: false });
-      return JSON.stringify(searchDocs(plan, docs, shards, time));
+      return findJson(searchDocs(plan, docs, shards, time));
     },
     close: async () => {},
   };
 }
 
-function threaded({ file, threads, budgetMs, columnCacheBytes }: FindRunnerOptions): FindRunner {
-  const workerData: FindWorkerData = { file, niceIncrement: NICE_INCREMENT, columnCacheBytes };
+function threaded({ threads, budgetMs, columnCacheBytes }: FindRunnerOptions, source: ReaderSource): FindRunner {
+  const workerData: FindWorkerData = { source, niceIncrement: NICE_INCREMENT, columnCacheBytes };
   const pool = new Piscina<FindTask, FindOutcome>({
     filename: fileURLToPath(new URL("./worker.mjs", import.meta.url)),
     minThreads: 0,
@@ -136,7 +144,8 @@ function threaded({ file, threads, budgetMs, columnCacheBytes }: FindRunnerOptio
     }
   };
   return {
-    find: (request, now, thingTypes, caller) => run({ request, now, thingTypes: [...thingTypes] }, caller),
+    find: (request, now, { thingTypes, fieldTypes }, caller) =>
+      run({ request, now, thingTypes: [...thingTypes], fieldTypes }, caller),
     search: (request, now, docs, shards, caller) =>
       run({ request, now, thingTypes: [], docs: [...docs], shards }, caller),
     close: () => pool.destroy(),

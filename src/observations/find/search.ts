@@ -1,9 +1,9 @@
 import { required } from "../../errors/index.js";
-import type { DocumentLoader, ObservationReader } from "../reader.js";
+import type { ObservationReader } from "../reader.js";
 import { compileAggs, type Agg, type AggContext } from "./aggs/index.js";
 import { badQuery, intAt, isObject, type Json } from "./errors.js";
 import { notingFields, type Doc, type FieldUse } from "./fields.js";
-import { compileSort, compileSource, hitOf, sortValuesOf, type Sorter } from "./hits.js";
+import { compileSort, compileSource, hitOf, sortValuesOf, type FieldTypes, type Sorter } from "./hits.js";
 import { FIND_LIMITS, QueryBudget, checkJsonDepth, overLimit, tooManyMatches, type TimeBudget } from "./limits.js";
 import { MATCH_ALL, compileQuery, newPushdown, type Matcher, type Pushdown } from "./query.js";
 import { NotFromColumns, answersFromColumns, runFromColumns, type Found } from "./vector/index.js";
@@ -46,7 +46,11 @@ export interface FindPlan {
  * `requireTimestamp: false` plans a search of documents that have no
  * timestamp (things), where a missing query matches all, as in ES.
  */
-export function planFind(request: unknown, now: number, { requireTimestamp = true } = {}): FindPlan {
+export function planFind(
+  request: unknown,
+  now: number,
+  { requireTimestamp = true, fieldTypes = {} }: { requireTimestamp?: boolean; fieldTypes?: FieldTypes } = {},
+): FindPlan {
   if (request === undefined || request === null) throw required("query");
   if (!isObject(request)) throw badQuery("must be an object");
   for (const k of Object.keys(request)) if (!REQUEST_KEYS.includes(k)) throw badQuery(`unsupported request key [${k}]`);
@@ -56,13 +60,17 @@ export function planFind(request: unknown, now: number, { requireTimestamp = tru
     throw badQuery("a [range] on [timestamp] with [gte] is required");
   const pushdown = newPushdown();
   const budget = new QueryBudget();
-  const aggContext: AggContext = { now, budget, search: { shards: 1 } };
+  const aggContext: AggContext = { now, budget, search: { shards: 1 }, fieldTypes };
   const [[matcher, aggs, sorter], fields] = notingFields(() => {
     const matcher =
       request.query === undefined ? MATCH_ALL : compileQuery(request.query, { now, pushdown }, true, false);
     if (requireTimestamp && !pushdown.hasTimestampGte)
       throw badQuery("a [range] on [timestamp] with [gte] is required in a must or filter clause");
-    return [matcher, compileAggs(request.aggs ?? request.aggregations, aggContext), compileSort(request.sort)] as const;
+    return [
+      matcher,
+      compileAggs(request.aggs ?? request.aggregations, aggContext),
+      compileSort(request.sort, fieldTypes),
+    ] as const;
   });
   const size = request.size === undefined ? 10 : intAt(request.size, "size");
   const from = request.from === undefined ? 0 : intAt(request.from, "from");
@@ -101,13 +109,13 @@ export interface FindScope {
  * and the hits, whose documents are read whole again for the page only.
  * With a time budget, a run that takes longer stops with INVALID_ARGUMENTS.
  */
-export function runFind(
+export async function runFind(
   reader: ObservationReader,
   plan: FindPlan,
   scope: FindScope,
   maxMatches = MAX_MATCHES,
   time?: TimeBudget,
-): Json {
+): Promise<Json> {
   const started = performance.now();
   const budget = plan.budget;
   budget.start(time, started);
@@ -116,7 +124,7 @@ export function runFind(
   const matches: Doc[] = [];
   const empty = types.length === 0 || p.tsFrom > p.tsTo || (p.thingNames !== undefined && p.thingNames.size === 0);
   const shards = scope.thingTypes.length;
-  if (empty) return answer(allOf(matches), plan, shards, started);
+  if (empty) return answer(allOf(matches), plan, shards, started, []);
   const m = plan.matcher;
   const paths = plan.fields.wholeSource ? undefined : plan.fields.paths;
   // A `__proto__` key cannot be copied as data: such a request keeps whole documents.
@@ -143,7 +151,10 @@ export function runFind(
         paths,
         maxMatches,
         () => budget.tick(),
-        (found, documents) => answer(found, plan, shards, started, documents),
+        (found, documents) => {
+          const page = pageOf(found.page, plan);
+          return answer(found, plan, shards, started, page, documents(page.map((d) => d.id)));
+        },
       );
       if (fromColumns !== undefined) return fromColumns;
     } catch (err) {
@@ -152,11 +163,13 @@ export function runFind(
       budget.start(time, started);
     }
   }
-  return reader.scan(
+  let page: Doc[] = [];
+  const whole = await reader.scan(
     filter,
     {
       paths,
       tick: () => budget.tick(),
+      remainingMs: () => budget.remainingMs(),
       row: (id, thingType, json) => {
         budget.tick();
         keep({ id, thingType, source: JSON.parse(json) as Record<string, unknown>, score: 0 });
@@ -166,8 +179,13 @@ export function runFind(
         keep({ id, thingType, source, score: 0 });
       },
     },
-    (documents) => answer(allOf(matches), plan, shards, started, paths ? documents : undefined),
+    () => {
+      page = pageOf(matches, plan);
+      // Matches cut down to the request's paths: the page's hits are read whole again.
+      return paths ? page.map((d) => d.id) : [];
+    },
   );
+  return answer(allOf(matches), plan, shards, started, page, paths ? whole : undefined);
 }
 
 /**
@@ -228,7 +246,7 @@ export function searchDocs(plan: FindPlan, docs: readonly Doc[], shards: number,
     doc.score = plan.matcher.score(doc);
     matches.push(doc);
   }
-  return answer(allOf(matches), plan, shards, started);
+  return answer(allOf(matches), plan, shards, started, pageOf(matches, plan));
 }
 
 /** Matches held as documents: the page is chosen from all of them, the aggregations run over them. */
@@ -236,9 +254,16 @@ function allOf(matches: Doc[]): Found {
   return { page: matches, total: matches.length, aggregate: (a) => a.run(matches) };
 }
 
-/** `documents` reads the whole documents of the page's hits when the matches hold them cut down. */
-function answer(found: Found, plan: FindPlan, shards: number, started: number, documents?: DocumentLoader): Json {
-  const hits = pageOf(found.page, plan, documents);
+/** `page` is the hits' matches (`pageOf`); `whole` their whole documents when the matches hold them cut down. */
+function answer(
+  found: Found,
+  plan: FindPlan,
+  shards: number,
+  started: number,
+  page: Doc[],
+  whole?: ReadonlyMap<number, string>,
+): Json {
+  const hits = hitsOf(page, found.page, plan, whole);
   const response: Json = {
     took: 0,
     timed_out: false,
@@ -269,14 +294,18 @@ function maxScore(matches: Doc[], plan: FindPlan): number | null {
   return max;
 }
 
-function pageOf(matches: Doc[], plan: FindPlan, documents: DocumentLoader | undefined): Json[] {
+/** The matches on the requested page, in the answer's order. */
+function pageOf(matches: Doc[], plan: FindPlan): Doc[] {
   if (plan.size === 0 || plan.from >= matches.length) return [];
   const sorter = plan.sorter;
   const compare = sorter ? sorter.compare : (a: Doc, b: Doc) => b.score - a.score || a.id - b.id;
-  const page = [...matches].sort(compare).slice(plan.from, plan.from + plan.size);
+  return [...matches].sort(compare).slice(plan.from, plan.from + plan.size);
+}
+
+function hitsOf(page: Doc[], matches: Doc[], plan: FindPlan, whole: ReadonlyMap<number, string> | undefined): Json[] {
+  const sorter = plan.sorter;
   const withScore = scored(plan);
   const sortValues = sorter && !sorter.byScore ? sortValuesOf(sorter, page, matches) : undefined;
-  const whole = documents?.(page.map((d) => d.id));
   return page.map((d, i) => {
     let doc = d;
     if (whole) {

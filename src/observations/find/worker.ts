@@ -1,10 +1,10 @@
 import { workerData } from "node:worker_threads";
-import Database from "better-sqlite3";
 import { ApiError, type ErrorBody } from "../../errors/index.js";
 import { lowerThreadPriority } from "../../store/index.js";
-import { SqliteObservationReader } from "../reader.js";
+import { openObservationReader, type ReaderSource } from "../source.js";
 import { timeBudgetExceeded } from "./limits.js";
 import type { Doc } from "./fields.js";
+import { findJson, type FieldTypes } from "./hits.js";
 import { planFind, runFind, searchDocs } from "./search.js";
 
 /** What the main thread sends: the request as received (not yet planned), and how long it may still run; or a warm-up. */
@@ -14,6 +14,8 @@ export interface FindRequestTask {
   request: unknown;
   now: number;
   thingTypes: string[];
+  /** Declared types of the searched thing types' fields (declaredFieldTypes). */
+  fieldTypes?: FieldTypes;
   /** Wall-clock (Date.now) time by which the answer is due: the budget counts the wait in the queue too. */
   deadline: number;
   budgetMs: number;
@@ -30,21 +32,18 @@ export interface FindRequestTask {
 export type FindOutcome = { json: string } | { error: ErrorBody; status: number };
 
 export interface FindWorkerData {
-  file: string;
+  source: ReaderSource;
   /** Added to the thread's nice value, so that the engine's thread wins the CPU when both want it. */
   niceIncrement: number;
   /** Bytes of closed days' columns this thread's reader keeps (`DMS_FIND_COLUMN_CACHE_MB`). */
   columnCacheBytes: number | undefined;
 }
 
-const { file, niceIncrement, columnCacheBytes } = workerData as FindWorkerData;
+const { source, niceIncrement, columnCacheBytes } = workerData as FindWorkerData;
 lowerThreadPriority(niceIncrement);
-// Its own connection, read-only: the database is in WAL mode, so reads here never block the writer.
-const db = new Database(file, { readonly: true, fileMustExist: true });
-db.pragma("busy_timeout = 5000");
-const reader = new SqliteObservationReader(db, { columnCacheBytes });
+const { reader } = openObservationReader(source, { columnCacheBytes });
 
-export function runFindTask(task: FindTask): FindOutcome {
+export async function runFindTask(task: FindTask): Promise<FindOutcome> {
   if (task === "warm-up") return { json: "" };
   try {
     const remaining = task.deadline - Date.now();
@@ -52,11 +51,11 @@ export function runFindTask(task: FindTask): FindOutcome {
     const time = { budgetMs: task.budgetMs, remainingMs: remaining };
     if (task.docs) {
       const plan = planFind(task.request, task.now, { requireTimestamp: false });
-      return { json: JSON.stringify(searchDocs(plan, task.docs, task.shards ?? 1, time)) };
+      return { json: findJson(searchDocs(plan, task.docs, task.shards ?? 1, time)) };
     }
-    const plan = planFind(task.request, task.now);
-    const answer = runFind(reader, plan, { thingTypes: task.thingTypes }, undefined, time);
-    return { json: JSON.stringify(answer) };
+    const plan = planFind(task.request, task.now, { fieldTypes: task.fieldTypes });
+    const answer = await runFind(reader, plan, { thingTypes: task.thingTypes }, undefined, time);
+    return { json: findJson(answer) };
   } catch (err) {
     if (err instanceof ApiError) return { error: err.body(), status: err.status };
     throw err;

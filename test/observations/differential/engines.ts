@@ -8,10 +8,9 @@
  * the query. Nothing else is translated.
  */
 import { ApiError } from "../../../src/errors/index.js";
-import { migrations } from "../../../src/migrations.js";
-import { openObservations, planFind, runFind } from "../../../src/observations/index.js";
-import { openDatabase } from "../../../src/store/index.js";
+import { planFind, runFind } from "../../../src/observations/index.js";
 import { bulkIndex, openSearchCall } from "../../support/opensearch.js";
+import type { ObservationBackend } from "../backends.js";
 import { indexMapping, THING_TYPES, type ObservationDoc } from "./data.js";
 
 type Json = Record<string, unknown>;
@@ -24,26 +23,29 @@ export interface EngineAnswer {
 const isObject = (v: unknown): v is Json => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /**
- * dms: an in-memory store with the documents (row ids 1..n), searched by FIND over every
+ * dms: a store of `backend` with the documents (row ids 1..n), searched by FIND over every
  * thing type. `closed`: the days are maintained as closed days are, so that FIND reads
- * them from their column cache wherever a query's fields allow it.
+ * them from their column cache wherever a query's fields allow it (on a backend with one).
  */
-export function dmsEngine(docs: readonly ObservationDoc[], now: number, { closed = false } = {}) {
-  const db = openDatabase({ dataDir: ":memory:", migrations });
-  const { store, reader } = openObservations({ dataDir: ":memory:", db, writerThread: false });
-  // In memory the store writes on this thread, before insertBatch and maintain return.
-  void store.insertBatch(docs.map((document) => ({ document })));
-  if (closed) void store.maintain();
+export async function dmsEngine(
+  backend: ObservationBackend,
+  docs: readonly ObservationDoc[],
+  now: number,
+  { closed = false } = {},
+) {
+  const { store, reader, close } = await backend.open();
+  await store.insertBatch(docs.map((document) => ({ document })));
+  if (closed) await store.maintain();
   return {
-    search(request: unknown): EngineAnswer {
+    async search(request: unknown): Promise<EngineAnswer> {
       try {
-        return { status: 200, body: runFind(reader, planFind(request, now), { thingTypes: THING_TYPES }) };
+        return { status: 200, body: await runFind(reader, planFind(request, now), { thingTypes: THING_TYPES }) };
       } catch (err) {
         if (err instanceof ApiError) return { status: err.status, body: { error: err.key, message: err.message } };
         throw err;
       }
     },
-    close: () => db.close(),
+    close,
   };
 }
 

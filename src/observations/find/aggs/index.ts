@@ -1,13 +1,13 @@
 /**
  * Aggregations: compiled once per request, run over the matching documents.
- * Metrics (metrics.ts) and buckets (buckets.ts) are builders of one shape
+ * Metrics (metrics/) and buckets (buckets/) are builders of one shape
  * (types.ts); this face compiles a request's tree of them.
  */
 import { badQuery, objectAt, own, type Json } from "../errors.js";
 import type { Doc } from "../fields.js";
 import { FIND_LIMITS, overLimit } from "../limits.js";
-import { BUCKET_BUILDERS } from "./buckets.js";
-import { METRIC_BUILDERS } from "./metrics.js";
+import { BUCKET_BUILDERS } from "./buckets/index.js";
+import { METRIC_BUILDERS } from "./metrics/index.js";
 import type { Agg, AggContext, Builder, Output } from "./types.js";
 
 export type { Agg, AggContext, SearchFacts } from "./types.js";

@@ -1,3 +1,4 @@
+import type { FieldTypes } from "../hits.js";
 /** What every aggregation shares: its compile context, its compiled form, the builders' shape. */
 import type { Json } from "../errors.js";
 import type { Doc } from "../fields.js";
@@ -16,6 +17,8 @@ export interface AggContext {
    * copy's own field would not reach the levels compiled from another copy.
    */
   search: SearchFacts;
+  /** Declared types of the searched fields (top_hits' sort sentinels). */
+  fieldTypes?: FieldTypes;
 }
 
 export interface SearchFacts {

@@ -13,9 +13,6 @@ import com.espertech.esper.runtime.client.EPRuntime;
 import com.espertech.esper.runtime.client.EPRuntimeProvider;
 import com.espertech.esper.runtime.client.EPStatement;
 import com.espertech.esper.runtime.client.UpdateListener;
-import com.fasterxml.jackson.core.JsonFactory;
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.File;
@@ -23,9 +20,7 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 
 /**
@@ -55,17 +50,7 @@ public final class EsperPeer {
     JsonNode spec = mapper.readTree(new File(argv[0]));
     byte[] bytes = Files.readAllBytes(Path.of(argv[1]));
 
-    List<List<List<Double>>> polygons = new ArrayList<>();
-    for (JsonNode ring : spec.get("polygons")) {
-      List<List<Double>> r = new ArrayList<>();
-      for (JsonNode p : ring) r.add(List.of(p.get(0).asDouble(), p.get(1).asDouble()));
-      polygons.add(r);
-    }
-    List<List<Double>> pois = new ArrayList<>();
-    for (JsonNode p : spec.get("pois")) {
-      pois.add(List.of(p.get(0).asDouble(), p.get(1).asDouble(), p.get(2).asDouble()));
-    }
-    Geo.load(polygons, pois);
+    Geo.load(spec);
 
     Configuration config = new Configuration();
     config.getCommon().addEventType("Obs", Obs.class);
@@ -78,33 +63,30 @@ public final class EsperPeer {
     long c0 = System.nanoTime();
     EPCompiler compiler = EPCompilerProvider.getCompiler();
     CompilerArguments args = new CompilerArguments(config);
-    Map<String, EPCompiled> compiled = new HashMap<>();
-    for (JsonNode s : spec.get("statements")) {
-      String epl = s.get("epl").asText();
-      if (!compiled.containsKey(epl)) compiled.put(epl, compiler.compile(epl, args));
-    }
-    long c1 = System.nanoTime();
-
     EPRuntime runtime = EPRuntimeProvider.getRuntime("dms-bench", config);
     long[] triggered = {0};
     UpdateListener count = (newEvents, oldEvents, statement, rt) -> triggered[0] += newEvents.length;
-    for (JsonNode s : spec.get("statements")) {
-      DeploymentOptions options = new DeploymentOptions();
-      JsonNode params = s.get("params");
-      options.setStatementSubstitutionParameter(
-          ctx -> {
-            for (JsonNode p : params) {
-              String name = p.get(0).asText();
-              JsonNode v = p.get(2);
-              switch (p.get(1).asText()) {
-                case "string" -> ctx.setObject(name, v.asText());
-                case "int" -> ctx.setObject(name, v.asInt());
-                default -> ctx.setObject(name, v.asDouble());
-              }
-            }
-          });
-      EPDeployment d = runtime.getDeploymentService().deploy(compiled.get(s.get("epl").asText()), options);
-      for (EPStatement st : d.getStatements()) st.addListener(count);
+    JsonNode formulation = spec.get("formulation");
+    int statements, distinct;
+    long c1;
+    if (formulation == null || formulation.isNull()) {
+      Map<String, EPCompiled> compiled = new HashMap<>();
+      for (JsonNode s : spec.get("statements")) {
+        String epl = s.get("epl").asText();
+        if (!compiled.containsKey(epl)) compiled.put(epl, compiler.compile(epl, args));
+      }
+      c1 = System.nanoTime();
+      deployPerRule(runtime, spec.get("statements"), compiled, count);
+      statements = spec.get("statements").size();
+      distinct = compiled.size();
+    } else {
+      EPCompiled module = compiler.compile(formulation.get("module").asText(), args);
+      c1 = System.nanoTime();
+      EPDeployment d = runtime.getDeploymentService().deploy(module);
+      for (EPStatement st : d.getStatements()) if (st.getName().startsWith("fired")) st.addListener(count);
+      statements = d.getStatements().length;
+      distinct = statements;
+      loadRows(runtime.getEventService(), formulation.get("rows"));
     }
     long c2 = System.nanoTime();
 
@@ -112,7 +94,7 @@ public final class EsperPeer {
     for (JsonNode t : spec.get("things")) things.put(t.get(0).asText(), new ThingState(t.get(1).asText()));
 
     EPEventService events = runtime.getEventService();
-    JsonFactory json = new JsonFactory();
+    ObsJson json = new ObsJson();
     long observations = 0, unknown = 0, halfTriggered = 0;
     long halfAt = 0;
     int lines = 0;
@@ -125,7 +107,7 @@ public final class EsperPeer {
     int start = 0;
     for (int i = 0; i < bytes.length; i++) {
       if (bytes[i] != '\n') continue;
-      Obs o = parse(json, bytes, start, i - start);
+      Obs o = json.parse(bytes, start, i - start);
       start = i + 1;
       ThingState st = o == null ? null : things.get(o.thingName);
       if (st == null) {
@@ -171,8 +153,8 @@ public final class EsperPeer {
         (t1 - halfAt) / 1e9,
         triggered[0],
         triggered[0] - halfTriggered,
-        spec.get("statements").size(),
-        compiled.size(),
+        statements,
+        distinct,
         (c1 - c0) / 1e9,
         (c2 - c1) / 1e9,
         heap >> 20,
@@ -180,50 +162,48 @@ public final class EsperPeer {
     runtime.destroy();
   }
 
-  /**
-   * One observation line, as dms's decode reads it: thingName and the state's resources; latlng
-   * "lat,lon" into two numbers. Returns null for a line that is not an object with a thingName.
-   */
-  private static Obs parse(JsonFactory json, byte[] bytes, int offset, int length) throws Exception {
-    Obs o = new Obs();
-    try (JsonParser p = json.createParser(bytes, offset, length)) {
-      if (p.nextToken() != JsonToken.START_OBJECT) return null;
-      while (p.nextToken() == JsonToken.FIELD_NAME) {
-        String field = p.currentName();
-        JsonToken t = p.nextToken();
-        if (field.equals("thingName") && t == JsonToken.VALUE_STRING) o.thingName = p.getText();
-        else if (field.equals("state") && t == JsonToken.START_OBJECT) readState(p, o);
-        else p.skipChildren();
-      }
-    }
-    return o.thingName == null ? null : o;
-  }
-
-  private static void readState(JsonParser p, Obs o) throws Exception {
-    while (p.nextToken() == JsonToken.FIELD_NAME) {
-      String name = p.currentName();
-      JsonToken t = p.nextToken();
-      switch (name) {
-        case "temp" -> o.temp = number(p, t);
-        case "hum" -> o.hum = number(p, t);
-        case "press" -> o.press = number(p, t);
-        case "status" -> o.status = t == JsonToken.VALUE_STRING ? p.getText() : null;
-        case "latlng" -> {
-          if (t == JsonToken.VALUE_STRING) {
-            String s = p.getText();
-            int comma = s.indexOf(',');
-            if (comma > 0) {
-              o.lat = Double.parseDouble(s.substring(0, comma));
-              o.lon = Double.parseDouble(s.substring(comma + 1));
+  /** One deployment per rule of its statement's compiled text, the rule's constants as substitution parameters. */
+  private static void deployPerRule(
+      EPRuntime runtime, JsonNode statements, Map<String, EPCompiled> compiled, UpdateListener count)
+      throws Exception {
+    for (JsonNode s : statements) {
+      DeploymentOptions options = new DeploymentOptions();
+      JsonNode params = s.get("params");
+      options.setStatementSubstitutionParameter(
+          ctx -> {
+            for (JsonNode p : params) {
+              String name = p.get(0).asText();
+              JsonNode v = p.get(2);
+              switch (p.get(1).asText()) {
+                case "string" -> ctx.setObject(name, v.asText());
+                case "int" -> ctx.setObject(name, v.asInt());
+                default -> ctx.setObject(name, v.asDouble());
+              }
             }
-          }
-        }
-        default -> p.skipChildren();
-      }
+          });
+      EPDeployment d = runtime.getDeploymentService().deploy(compiled.get(s.get("epl").asText()), options);
+      for (EPStatement st : d.getStatements()) st.addListener(count);
     }
   }
 
-  private static Double number(JsonParser p, JsonToken t) throws Exception {
-    return t == JsonToken.VALUE_NUMBER_INT || t == JsonToken.VALUE_NUMBER_FLOAT ? p.getDoubleValue() : null;
+  /** The rules' constants into their tables or named windows, as object-array events of each shape's row type. */
+  private static void loadRows(EPEventService events, JsonNode shapes) {
+    for (JsonNode shape : shapes) {
+      String type = shape.get("eventType").asText();
+      JsonNode types = shape.get("types");
+      for (JsonNode row : shape.get("rows")) {
+        Object[] values = new Object[row.size()];
+        for (int i = 0; i < values.length; i++) {
+          JsonNode v = row.get(i);
+          values[i] =
+              switch (types.get(i).asText()) {
+                case "string" -> v.asText();
+                case "int" -> v.asInt();
+                default -> v.asDouble();
+              };
+        }
+        events.sendEventObjectArray(values, type);
+      }
+    }
   }
 }

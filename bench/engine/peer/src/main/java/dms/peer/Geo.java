@@ -1,5 +1,7 @@
 package dms.peer;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -20,8 +22,21 @@ public final class Geo {
 
   private Geo() {}
 
+  /** The spec's "polygons" and "pois" (bench/engine/peer/translate.ts's shapes). Set before any observation. */
+  public static void load(JsonNode spec) {
+    List<List<List<Double>>> polygons = new ArrayList<>();
+    for (JsonNode ring : spec.get("polygons")) {
+      List<List<Double>> r = new ArrayList<>();
+      for (JsonNode p : ring) r.add(List.of(p.get(0).asDouble(), p.get(1).asDouble()));
+      polygons.add(r);
+    }
+    List<List<Double>> pois = new ArrayList<>();
+    for (JsonNode p : spec.get("pois")) pois.add(List.of(p.get(0).asDouble(), p.get(1).asDouble(), p.get(2).asDouble()));
+    load(polygons, pois);
+  }
+
   /** Polygons as rings of [lon, lat], closed; POIs as [lat, lon, radius]. Set before any statement runs. */
-  static void load(List<List<List<Double>>> polygons, List<List<Double>> poiList) {
+  public static void load(List<List<List<Double>>> polygons, List<List<Double>> poiList) {
     int n = polygons.size();
     polygonLon = new double[n][];
     polygonLat = new double[n][];
