@@ -194,22 +194,26 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   await relay?.start();
 
   // The capabilities every process has: REST in any process answers with them.
-  const auth = createAuth({
+  const auth = await createAuth({
     store: stores.identity,
     bus,
     clock,
-    tokenSecret: jwtSecret(config.DMS_JWT_SECRET, config.DMS_DATA_DIR),
+    tokenSecret: await jwtSecret(config.DMS_JWT_SECRET, stores.keys),
   });
   const { identity, tokens, domains, users, apiKeys, authentication: authenticate } = auth;
   const { registry, credentials, thingTypes, things, thingGroups } = await createThings({
     store: stores.things,
     bus,
     identity,
-    dataDir: config.DMS_DATA_DIR,
+    keys: stores.keys,
     metrics: metrics.registry,
   });
   let publicUrl = config.DMS_PUBLIC_URL;
-  const signer = new UrlSigner({ key: signingKey(config), baseUrl: () => publicUrl, clock });
+  const signer = new UrlSigner({
+    key: await signingKey(config.DMS_JWT_SECRET, stores.keys),
+    baseUrl: () => publicUrl,
+    clock,
+  });
   const files = createFiles({
     store: stores.files,
     signer,

@@ -2,7 +2,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PgOutboxStore, SqliteOutboxStore, actionsPgMigrations, type OutboxStore } from "./actions/index.js";
-import { SqliteIdentityStore, type IdentityStore } from "./auth/index.js";
+import { PgIdentityStore, SqliteIdentityStore, identityPgMigrations, type IdentityStore } from "./auth/index.js";
 import {
   PgBusEventStore,
   PgNotifyWakeup,
@@ -31,6 +31,7 @@ import {
   filesPgMigrations,
   type FileStore,
 } from "./files/index.js";
+import { FileKeyStore, MemoryKeyStore, PgKeyStore, keysPgMigrations, type KeyStore } from "./keys/index.js";
 import { PgJobStore, SqliteJobStore, jobsPgMigrations, type JobStore } from "./jobs/index.js";
 import { migrations } from "./migrations.js";
 import type { Logger } from "./observability/index.js";
@@ -75,6 +76,8 @@ export interface SeamStores {
   state: StateStore | undefined;
   /** The observation store with its reader (FIND and exports). */
   observations: OpenedObservations;
+  /** The keys the service generates for itself (token, URL signing and device secret keys). */
+  keys: KeyStore;
 }
 
 export interface Stores extends SeamStores {
@@ -134,6 +137,7 @@ export function openSqliteStores({ config, engine, clock }: StoresOptions): Stor
     exports: new SqliteExportStore(db),
     state: engine ? new SqliteStateStore(db, { writerThread: config.DMS_ENGINE_STATE_THREAD }) : undefined,
     observations,
+    keys: dataDir === ":memory:" ? new MemoryKeyStore() : new FileKeyStore(dataDir),
     busWakeup: undefined,
     ping: async () => {
       db.prepare("SELECT 1").get();
@@ -152,12 +156,9 @@ interface PgSeam<K extends keyof SeamStores> {
   open(pool: PgPool, options: StoresOptions & { url: string }): SeamStores[K] | Promise<SeamStores[K]>;
 }
 
-/**
- * Each seam's PostgreSQL implementation; `undefined` while a seam has none yet (start-up then
- * refuses `DMS_DATABASE_URL`, naming it, rather than keep that seam on SQLite unseen).
- */
-const PG_SEAMS: { [K in keyof SeamStores]: PgSeam<K> | undefined } = {
-  identity: undefined,
+/** Each seam's PostgreSQL implementation: its tables, and its store over the shared pool. */
+const PG_SEAMS: { [K in keyof SeamStores]: PgSeam<K> } = {
+  identity: { migrations: identityPgMigrations, open: (pool) => new PgIdentityStore(pool) },
   things: { migrations: thingsPgMigrations, open: (pool) => new PgThingStore(pool) },
   rules: { migrations: rulesPgMigrations, open: (pool, o) => new PgRuleStore(pool, o.config.ruleIdPrefix) },
   jobs: { migrations: jobsPgMigrations, open: (pool) => new PgJobStore(pool) },
@@ -171,6 +172,7 @@ const PG_SEAMS: { [K in keyof SeamStores]: PgSeam<K> | undefined } = {
   },
   exports: { migrations: exportPgMigrations, open: (pool) => new PgExportStore(pool) },
   state: { migrations: statePgMigrations, open: (pool) => PgStateStore.open(pool) },
+  keys: { migrations: keysPgMigrations, open: (pool) => new PgKeyStore(pool) },
   observations: {
     migrations: observationPgMigrations,
     open: async (pool, o) => ({
@@ -183,24 +185,9 @@ const PG_SEAMS: { [K in keyof SeamStores]: PgSeam<K> | undefined } = {
   },
 };
 
-/** The seams that have no PostgreSQL implementation yet. */
-export function seamsNotOnPostgres(): string[] {
-  return Object.entries(PG_SEAMS)
-    .filter(([, seam]) => seam === undefined)
-    .map(([name]) => name);
-}
-
-export class StoresError extends Error {}
-
-/** Every seam on the PostgreSQL database at `url`, migrated; refused while any seam would be left on SQLite. */
+/** Every seam on the PostgreSQL database at `url`, migrated: nothing is kept in the data directory. */
 export async function openPgStores(url: string, options: StoresOptions): Promise<Stores> {
-  const missing = seamsNotOnPostgres();
-  if (missing.length > 0) {
-    throw new StoresError(
-      `DMS_DATABASE_URL: these stores have no PostgreSQL implementation yet: ${missing.join(", ")}`,
-    );
-  }
-  const seams = PG_SEAMS as { [K in keyof SeamStores]: PgSeam<K> };
+  const seams = PG_SEAMS;
   const pool = openPgPool(url);
   try {
     await migratePg(
@@ -222,6 +209,7 @@ export async function openPgStores(url: string, options: StoresOptions): Promise
       exports: await open("exports"),
       state: options.engine ? await open("state") : undefined,
       observations: await open("observations"),
+      keys: await open("keys"),
     };
     return {
       ...stores,

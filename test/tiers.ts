@@ -77,6 +77,25 @@ function testFiles(dir: string): string[] {
   });
 }
 
+/** What marks a test file as starting whole services (`startTestDms`) to test them over REST. */
+const STARTS_A_SERVICE = /support\/dms\.js/;
+/**
+ * What marks a test that reads the service's local storage itself (its SQLite files, its file
+ * directory), so it has no PostgreSQL run: the stores' contract suites cover both backends.
+ */
+const READS_LOCAL_STORAGE = /services\.db\b|stores\.sqlite\b|\.sqlite!|from "better-sqlite3"|"files", "(tmp|objects)"/;
+
+/**
+ * The REST-level suite that runs a second time with every store on PostgreSQL (the `rest-postgres`
+ * project): the fast tests that start whole services, but for those that read local storage themselves.
+ */
+export function restSuite(root: string): string[] {
+  return tiers(root).fast.filter((path) => {
+    const text = readFileSync(join(root, path), "utf8");
+    return STARTS_A_SERVICE.test(text) && !READS_LOCAL_STORAGE.test(text);
+  });
+}
+
 /** The test files of each tier, relative to `root`. */
 export function tiers(root: string): { fast: string[]; slow: string[] } {
   const fast: string[] = [];

@@ -30,8 +30,9 @@ export interface Auth {
   authentication: MiddlewareHandler<AuthEnv>;
 }
 
-export function createAuth({ store, bus, clock, tokenSecret }: AuthDeps): Auth {
-  const identity = new Identity(store, bus);
+/** Loads the identity into memory, so that requests authenticate without a round trip to the store. */
+export async function createAuth({ store, bus, clock, tokenSecret }: AuthDeps): Promise<Auth> {
+  const identity = await Identity.open(store, bus);
   const tokens = new Tokens(tokenSecret, clock, store);
   return {
     store,

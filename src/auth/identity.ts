@@ -29,24 +29,64 @@ function normalizePrivileges(privileges: Record<string, string[]>): Record<strin
 const ID_PATTERN = /^[0-9A-Za-z_-]{1,64}$/;
 
 /**
- * Domains, users and API keys, kept in an `IdentityStore`. The domain tree is small and read on
- * every authorization, so it is held in memory and reloaded on each change, as are the API key
- * hashes every request is checked against.
+ * Domains, users and API keys, kept in an `IdentityStore` and held in memory: every request's
+ * principal, every authorization's domain tree and every API key check are answered without a
+ * round trip. This process's writes reload what they changed once stored; other processes'
+ * changes arrive through the bus (`domain.changed`, `user.changed`, `apiKey.changed`).
  */
 export class Identity implements DomainPaths {
   private tree = new Map<string, Domain>();
   private apiKeyHashes = new Set<string>();
+  private readonly byName = new Map<string, User>();
+  /** Counts the reloads started of each part, so that a slower, older read does not undo a newer one. */
+  private readonly started = new Map<string, number>();
+  private readonly unfollow: (() => void)[] = [];
 
-  constructor(
+  private constructor(
     private readonly store: IdentityStore,
     private readonly bus: EventBus,
-  ) {
-    this.reloadDomains();
-    this.reloadApiKeys();
-    // Another process sharing the database changed them. Subscribed before anything else that
-    // follows domains (the search index reads the tree), so the tree is current when they run.
-    bus.follow("domain.changed", (_, remote) => remote && this.reloadDomains());
-    bus.follow("apiKey.changed", (_, remote) => remote && this.reloadApiKeys());
+  ) {}
+
+  /**
+   * Follows other processes' changes, then loads everything. Subscribed before anything else that
+   * follows domains (the search index reads the tree), so the tree is current when they run.
+   */
+  static async open(store: IdentityStore, bus: EventBus): Promise<Identity> {
+    const identity = new Identity(store, bus);
+    const remote = (reload: () => Promise<void>) => (_: unknown, fromElsewhere: boolean) => {
+      if (fromElsewhere) reload().catch(() => undefined);
+    };
+    identity.unfollow.push(
+      bus.follow(
+        "domain.changed",
+        remote(async () => {
+          await identity.reloadDomains();
+          // A deleted domain takes its privileges with it.
+          await identity.reloadUsers();
+        }),
+      ),
+      bus.follow(
+        "apiKey.changed",
+        remote(() => identity.reloadApiKeys()),
+      ),
+      bus.follow("user.changed", (event, fromElsewhere) => {
+        if (fromElsewhere) identity.reloadUser(event.userName).catch(() => undefined);
+      }),
+    );
+    await Promise.all([identity.reloadDomains(), identity.reloadUsers(), identity.reloadApiKeys()]);
+    return identity;
+  }
+
+  close(): void {
+    for (const off of this.unfollow.splice(0)) off();
+  }
+
+  /** Runs `read` and applies its result unless a reload of the same `part` started after it did. */
+  private async latest<T>(part: string, read: () => Promise<T>, apply: (value: T) => void): Promise<void> {
+    const mine = (this.started.get(part) ?? 0) + 1;
+    this.started.set(part, mine);
+    const value = await read();
+    if (this.started.get(part) === mine) apply(value);
   }
 
   // ---- domains ----
@@ -76,7 +116,7 @@ export class Identity implements DomainPaths {
     if (!parentDomain) throw notFound("DOMAIN_NOT_FOUND", `Domain ${parent}`, "parent");
     if (this.tree.has(id)) throw new ApiError("ALREADY_EXISTS", `Domain ${id} already exists`, "id");
     await this.store.insertDomain({ id, parent, label: label ?? id, path: `${parentDomain.path}/${id}` });
-    this.reloadDomains();
+    await this.reloadDomains();
     this.bus.emit("domain.changed", { id, change: "created" });
     return this.tree.get(id)!;
   }
@@ -84,7 +124,7 @@ export class Identity implements DomainPaths {
   async updateDomain(id: string, label: string): Promise<Domain> {
     if (!this.tree.has(id)) throw notFound("DOMAIN_NOT_FOUND", `Domain ${id}`, "id");
     await this.store.updateDomainLabel(id, label);
-    this.reloadDomains();
+    await this.reloadDomains();
     this.bus.emit("domain.changed", { id, change: "updated" });
     return this.tree.get(id)!;
   }
@@ -95,22 +135,58 @@ export class Identity implements DomainPaths {
     if (id === ROOT_DOMAIN) throw invalid("id", "the root domain cannot be deleted");
     if ([...this.tree.values()].some((d) => d.parent === id)) throw invalid("id", `domain ${id} has sub-domains`);
     await this.store.deleteDomain(id);
-    this.reloadDomains();
+    await this.reloadDomains();
+    await this.reloadUsers();
     this.bus.emit("domain.changed", { id, change: "deleted" });
   }
 
-  private reloadDomains(): void {
-    this.tree = new Map(this.store.domains().map((d) => [d.id, d]));
+  private reloadDomains(): Promise<void> {
+    return this.latest(
+      "domains",
+      () => this.store.domains(),
+      (domains) => {
+        this.tree = new Map(domains.map((d) => [d.id, d]));
+      },
+    );
   }
 
   // ---- users ----
 
   user(userName: string): User | undefined {
-    return this.store.user(userName);
+    return this.byName.get(userName);
   }
 
-  users(): Promise<User[]> {
-    return this.store.users();
+  /** Every user, by name. */
+  users(): User[] {
+    return [...this.byName.values()].sort((a, b) => (a.userName < b.userName ? -1 : a.userName > b.userName ? 1 : 0));
+  }
+
+  private reloadUsers(): Promise<void> {
+    return this.latest(
+      "users",
+      () => this.store.users(),
+      (users) => {
+        this.byName.clear();
+        for (const u of users) this.byName.set(u.userName, u);
+      },
+    );
+  }
+
+  private reloadUser(userName: string): Promise<void> {
+    return this.latest(
+      `user:${userName}`,
+      () => this.store.user(userName),
+      (user) => {
+        if (user) this.byName.set(userName, user);
+        else this.byName.delete(userName);
+      },
+    );
+  }
+
+  /** Reloads what this process changed of a user and tells the other processes. */
+  private async userChanged(userName: string, change: "created" | "updated" | "deleted"): Promise<void> {
+    await this.reloadUser(userName);
+    this.bus.emit("user.changed", { userName, change });
   }
 
   async createUser(input: NewUser): Promise<User> {
@@ -130,6 +206,7 @@ export class Identity implements DomainPaths {
       email: input.email ?? null,
       privileges: input.privileges ?? {},
     });
+    await this.userChanged(input.userName, "created");
     return this.user(input.userName)!;
   }
 
@@ -162,11 +239,13 @@ export class Identity implements DomainPaths {
       passwordHash: hash,
       privileges: change.privileges,
     });
+    await this.userChanged(userName, "updated");
     return this.user(userName)!;
   }
 
   async deleteUser(userName: string): Promise<void> {
     if (!(await this.store.deleteUser(userName))) throw notFound("USER_NOT_FOUND", `User ${userName}`, "userName");
+    await this.userChanged(userName, "deleted");
   }
 
   /** The user for a login, or undefined for an unknown user or a wrong password (the caller cannot tell which). */
@@ -213,7 +292,7 @@ export class Identity implements DomainPaths {
    */
   async addApiKey(key: string, label = "", publicClientKey = false): Promise<ApiKeyInfo> {
     const info = await this.store.addApiKey(hashApiKey(key), label, publicClientKey ? key : undefined);
-    this.reloadApiKeys();
+    await this.reloadApiKeys();
     this.bus.emit("apiKey.changed", { change: "created" });
     return info;
   }
@@ -229,11 +308,17 @@ export class Identity implements DomainPaths {
 
   async deleteApiKey(id: string): Promise<void> {
     if (!(await this.store.deleteApiKey(id))) throw notFound("API_KEY_NOT_FOUND", `API key ${id}`, "id");
-    this.reloadApiKeys();
+    await this.reloadApiKeys();
     this.bus.emit("apiKey.changed", { change: "deleted" });
   }
 
-  private reloadApiKeys(): void {
-    this.apiKeyHashes = new Set(this.store.apiKeyHashes());
+  private reloadApiKeys(): Promise<void> {
+    return this.latest(
+      "apiKeys",
+      () => this.store.apiKeyHashes(),
+      (hashes) => {
+        this.apiKeyHashes = new Set(hashes);
+      },
+    );
   }
 }

@@ -5,12 +5,14 @@ export {
   type User,
   type ApiKeyInfo,
   type IdentityStore,
-  type IdentityLookups,
+  type IdentityLoads,
   type RefreshTokenStore,
   type RefreshGrant,
   type UserRecord,
 } from "./store.js";
 export { SqliteIdentityStore } from "./sqlite-store.js";
+export { PgIdentityStore } from "./pg-store.js";
+export { authMigrations, identityPgMigrations } from "./migrations.js";
 export { UsersService, type NewMicUser } from "./users.js";
 export { DomainsService, ApiKeysService } from "./admin.js";
 export { createAuth, type Auth, type AuthDeps } from "./create.js";
@@ -32,6 +34,5 @@ export {
 } from "./privileges.js";
 export { Tokens, jwtSecret, ACCESS_TOKEN_SECONDS, type Credentials } from "./tokens.js";
 export { hashSecret, verifySecret, hashApiKey } from "./passwords.js";
-export { authMigrations } from "./migrations.js";
 export { identityIdOf } from "./identity-id.js";
 export { authentication, type AuthEnv, type AuthenticationDeps } from "./middleware.js";

@@ -69,9 +69,9 @@ export class SqliteIdentityStore implements IdentityStore {
     });
   }
 
-  // ---- lookups ----
+  // ---- loads ----
 
-  domains(): Domain[] {
+  async domains(): Promise<Domain[]> {
     return this.q<[], DomainRow>("SELECT * FROM domains")
       .all()
       .map((r) => ({
@@ -84,12 +84,12 @@ export class SqliteIdentityStore implements IdentityStore {
       }));
   }
 
-  user(userName: string): User | undefined {
+  async user(userName: string): Promise<User | undefined> {
     const row = this.q<[string], UserRow>("SELECT * FROM users WHERE user_name = ?").get(userName);
     return row && this.toUser(row);
   }
 
-  apiKeyHashes(): string[] {
+  async apiKeyHashes(): Promise<string[]> {
     return this.q<[], { key_hash: string }>("SELECT key_hash FROM api_keys")
       .all()
       .map((r) => r.key_hash);

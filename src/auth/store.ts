@@ -45,19 +45,18 @@ export interface UserRecord {
 }
 
 /**
- * The identity reads made per request or per authorization, so they are synchronous (as the
- * registry's `ThingLookups`): every request's principal is its user, and the domain tree and
- * the API key hashes are what `Identity` holds in memory and reloads on change. SQLite answers
- * them from its file; a store over a networked database answers them from memory it keeps
- * current from the bus (`domain.changed`, `apiKey.changed`, and a user change), never with a
- * round trip.
+ * What `Identity` loads into memory at start and reloads on change: every request's principal,
+ * the domain tree and the API key hashes are answered from memory, never with a round trip,
+ * whichever database is behind the store.
  */
-export interface IdentityLookups {
+export interface IdentityLoads {
   /** Every domain, in no particular order. */
-  domains(): Domain[];
-  user(userName: string): User | undefined;
+  domains(): Promise<Domain[]>;
+  /** Every user, by name. */
+  users(): Promise<User[]>;
+  user(userName: string): Promise<User | undefined>;
   /** The SHA-256 hashes of the API keys (`hashApiKey`). */
-  apiKeyHashes(): string[];
+  apiKeyHashes(): Promise<string[]>;
 }
 
 /**
@@ -75,19 +74,15 @@ export interface RefreshTokenStore {
 }
 
 /**
- * Where domains, users, API keys and refresh tokens are kept. Writes and the reads no request
- * makes on its way in answer asynchronously, as a networked database would, each method one
- * atomic operation; the store does not announce changes (`Identity` does, once they are stored).
+ * Where domains, users, API keys and refresh tokens are kept, each method one atomic operation; the store does not announce changes (`Identity` does, once they are stored).
  */
-export interface IdentityStore extends IdentityLookups, RefreshTokenStore {
+export interface IdentityStore extends IdentityLoads, RefreshTokenStore {
   /** Adds a domain under `parent`; `path` is the parent's path and `/<id>`. */
   insertDomain(domain: { id: string; parent: string; label: string; path: string }): Promise<void>;
   updateDomainLabel(id: string, label: string): Promise<void>;
   /** Deletes the domain; INVALID_ARGUMENTS (property `id`) while users, things or types still are in it. */
   deleteDomain(id: string): Promise<void>;
 
-  /** Every user, by name. */
-  users(): Promise<User[]>;
   /** The stored password hash of a user, or undefined for an unknown one. */
   passwordHash(userName: string): Promise<string | undefined>;
   /** Adds a user with its privileges; ALREADY_EXISTS (property `userName`) when the name is taken. */

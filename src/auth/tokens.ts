@@ -1,8 +1,6 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { randomSecret } from "../config/index.js";
-import { ensureDir } from "../store/index.js";
+import type { KeyStore } from "../keys/index.js";
 import type { RefreshGrant, RefreshTokenStore } from "./store.js";
 
 export const ACCESS_TOKEN_SECONDS = 60 * 60;
@@ -111,13 +109,7 @@ function parseJson(part: string): Record<string, unknown> | undefined {
   }
 }
 
-/** DMS_JWT_SECRET, or one generated once and kept in the data dir so tokens survive a restart. */
-export function jwtSecret(configured: string | undefined, dataDir: string): string {
-  if (configured) return configured;
-  if (dataDir === ":memory:") return randomSecret();
-  const file = join(ensureDir(dataDir), "jwt-secret");
-  if (existsSync(file)) return readFileSync(file, "utf8").trim();
-  const secret = randomSecret();
-  writeFileSync(file, secret, { mode: 0o600 });
-  return secret;
+/** DMS_JWT_SECRET, or one generated once and kept in the key store, so that tokens survive a restart and hold on every node. */
+export async function jwtSecret(configured: string | undefined, keys: KeyStore): Promise<string> {
+  return configured || (await keys.key("jwt-secret"));
 }

@@ -25,7 +25,7 @@ export class UsersService {
 
   /** The users the caller may read on every domain they live in. */
   async list(p: Principal): Promise<User[]> {
-    return (await this.identity.users()).filter((u) => domainsOf(u).every((d) => p.can("Users.READ", d)));
+    return this.identity.users().filter((u) => domainsOf(u).every((d) => p.can("Users.READ", d)));
   }
 
   get(p: Principal, userName: string): User {

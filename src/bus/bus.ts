@@ -12,6 +12,8 @@ export interface BusEvents {
   "thing.changed": { thingName: string; change: "created" | "updated" | "deleted" };
   /** A rule was created or updated (`rule` set) or removed (`rule` null): the engine recompiles it. */
   "rule.changed": { id: string; rule: Rule | null };
+  /** A user was created, changed or deleted: every process's principals must follow. */
+  "user.changed": { userName: string; change: "created" | "updated" | "deleted" };
   /** An API key was added or deleted: every process's set of valid keys must follow. */
   "apiKey.changed": { change: "created" | "deleted" };
   /** Things whose pending job executions changed: the MQTT bridge tells their devices. */
@@ -37,15 +39,31 @@ export class EventBus {
   private readonly local = new EventEmitter({ captureRejections: false });
   private readonly followers = new EventEmitter({ captureRejections: false });
   private outbound: (<K extends BusEventName>(name: K, event: BusEvents[K]) => void) | undefined;
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor() {
     this.local.setMaxListeners(100);
     this.followers.setMaxListeners(100);
   }
 
-  on<K extends BusEventName>(name: K, listener: (event: BusEvents[K]) => void): () => void {
-    this.local.on(name, listener);
-    return () => this.local.off(name, listener);
+  /**
+   * A listener that returns a promise (a write to the database) is waited for by `settled`, so that
+   * the operation that emitted the change answers only once what follows from it is stored.
+   */
+  on<K extends BusEventName>(name: K, listener: (event: BusEvents[K]) => unknown): () => void {
+    const tracked = (event: BusEvents[K]): void => {
+      const result = listener(event);
+      if (!(result instanceof Promise)) return;
+      this.inFlight.add(result);
+      void result.finally(() => this.inFlight.delete(result));
+    };
+    this.local.on(name, tracked);
+    return () => this.local.off(name, tracked);
+  }
+
+  /** Resolves once every promise the `on` listeners returned, for changes emitted so far and those they emit, has settled. */
+  async settled(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
 
   follow<K extends BusEventName>(name: K, listener: Follower<K>): () => void {

@@ -81,9 +81,11 @@ export class ThingJobs {
             : this.continuous.thingRemoved(e.groupId, e.thingName, this.clock()),
         ),
       ),
-      options.bus.on("thing.changed", (e) => {
-        if (e.change === "deleted") this.guarded(e, () => this.continuous.thingDeleted(e.thingName, this.clock()));
-      }),
+      options.bus.on("thing.changed", (e) =>
+        e.change === "deleted"
+          ? this.guarded(e, () => this.continuous.thingDeleted(e.thingName, this.clock()))
+          : undefined,
+      ),
     ];
   }
 
@@ -91,10 +93,10 @@ export class ThingJobs {
    * Registry events must not fail the registry operation that emitted them: the change runs
    * after it (the job store begins its transaction in a turn of the event loop of its own, so
    * the registry's writes that follow the event never fall into it; see `SqliteJobStore`), and
-   * its failure is logged.
+   * its failure is logged. The registry waits for it (`EventBus.settled`) before it answers.
    */
-  private guarded(event: object, change: () => Promise<void>): void {
-    this.mutate(change).catch((err: unknown) =>
+  private guarded(event: object, change: () => Promise<void>): Promise<void> {
+    return this.mutate(change).catch((err: unknown) =>
       this.logger.error({ err, event }, "thing jobs could not follow a registry change"),
     );
   }

@@ -1,9 +1,6 @@
 import { createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { randomSecret } from "../config/index.js";
 import { ApiError } from "../errors/index.js";
-import { ensureDir } from "../store/index.js";
+import type { KeyStore } from "../keys/index.js";
 
 /** Validity of the file download and upload URLs (INTERFACE.md, Limits). */
 export const SIGNED_URL_SECONDS = 15 * 60;
@@ -170,18 +167,12 @@ function sameText(a: string, b: string): boolean {
 }
 
 /**
- * The signing key: derived from DMS_JWT_SECRET when set (so every process of a
- * deployment agrees without another secret), else generated once and kept in
- * the data dir beside the database.
+ * The signing key: derived from DMS_JWT_SECRET when set (so every process of a deployment agrees
+ * without another secret), else generated once and kept in the key store.
  */
-export function signingKey(config: { DMS_DATA_DIR: string; DMS_JWT_SECRET?: string | undefined }): Buffer {
-  if (config.DMS_JWT_SECRET) {
-    return Buffer.from(hkdfSync("sha256", config.DMS_JWT_SECRET, "dms", "signed-urls", 32));
-  }
-  if (config.DMS_DATA_DIR === ":memory:") return Buffer.from(randomSecret(), "base64url");
-  const file = join(ensureDir(config.DMS_DATA_DIR), "signing-key");
-  if (!existsSync(file)) writeFileSync(file, randomSecret(), { mode: 0o600 });
-  return Buffer.from(readFileSync(file, "utf8").trim(), "base64url");
+export async function signingKey(configured: string | undefined, keys: KeyStore): Promise<Buffer> {
+  if (configured) return Buffer.from(hkdfSync("sha256", configured, "dms", "signed-urls", 32));
+  return Buffer.from(await keys.key("signing-key"), "base64url");
 }
 
 /** A path under `/storage/` from unencoded segments, each percent-encoded. */

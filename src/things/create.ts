@@ -1,7 +1,8 @@
 import type { Registry } from "prom-client";
 import type { Identity } from "../auth/index.js";
 import type { EventBus } from "../bus/index.js";
-import { DeviceCredentials, deviceSecretKey, registerCredentialMetrics } from "./credentials.js";
+import type { KeyStore } from "../keys/index.js";
+import { DeviceCredentials, registerCredentialMetrics } from "./credentials.js";
 import { ThingRegistry } from "./registry.js";
 import { ThingGroupsService } from "./groups-service.js";
 import type { ThingStore } from "./store.js";
@@ -13,8 +14,8 @@ export interface ThingsCapabilityDeps {
   bus: EventBus;
   /** Whether a domain exists, for the registry's checks and the services' access rules. */
   identity: Pick<Identity, "domain">;
-  /** Where the device-secret key lives (`device-secret-key`), or `:memory:` for a key of this process. */
-  dataDir: string;
+  /** Where the device-secret key (`device-secret-key`) is kept. */
+  keys: KeyStore;
   /** Counts secret hashes and checks (`dms_device_secret_hashes_total`) when given. */
   metrics?: Registry;
 }
@@ -31,7 +32,8 @@ export interface ThingsCapability {
 
 /** Resolves once the store has been read into memory (the registry's synchronous lookups). */
 export async function createThings(deps: ThingsCapabilityDeps): Promise<ThingsCapability> {
-  const credentials = new DeviceCredentials({ key: deviceSecretKey(deps.dataDir) });
+  const key = Buffer.from(await deps.keys.key("device-secret-key"), "base64url");
+  const credentials = new DeviceCredentials({ key });
   if (deps.metrics) registerCredentialMetrics(credentials, deps.metrics);
   const { store } = deps;
   const registry = await ThingRegistry.open(

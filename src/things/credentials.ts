@@ -1,11 +1,8 @@
 import { createHash, createHmac, pbkdf2, randomBytes, timingSafeEqual } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { join } from "node:path";
 import { LRUCache } from "lru-cache";
 import { Counter, type Registry } from "prom-client";
 import { verifySecret } from "../auth/index.js";
-import { ensureDir } from "../store/index.js";
 
 /**
  * Device secrets come in two kinds, told apart by the secret itself:
@@ -55,27 +52,6 @@ export function isGeneratedSecret(secret: string): boolean {
   const random = bytes.subarray(0, RANDOM_BYTES);
   const check = createHash("sha256").update(random).digest().subarray(0, CHECK_BYTES);
   return bytes.length === RANDOM_BYTES + CHECK_BYTES && timingSafeEqual(check, bytes.subarray(RANDOM_BYTES));
-}
-
-/**
- * The server key of device credentials, generated once and kept in the data
- * dir beside the database (never in it: a leaked database backup alone does not
- * let anyone test secrets against it). Every process on the data dir reads the
- * same file; the exclusive create decides between two that start at once.
- * Deliberately not derived from DMS_JWT_SECRET: rotating that must not lock
- * every device out.
- */
-export function deviceSecretKey(dataDir: string): Buffer {
-  if (dataDir === ":memory:") return randomBytes(32);
-  const file = join(ensureDir(dataDir), "device-secret-key");
-  if (!existsSync(file)) {
-    try {
-      writeFileSync(file, randomBytes(32).toString("base64url"), { mode: 0o600, flag: "wx" });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-    }
-  }
-  return Buffer.from(readFileSync(file, "utf8").trim(), "base64url");
 }
 
 /** Whether `stored` is a chosen secret's hash in the current scheme (a pre-hashed secret is checked with this). */

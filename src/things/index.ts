@@ -29,7 +29,6 @@ export { PgThingStore } from "./pg-store.js";
 export {
   DeviceCredentials,
   CredentialsBusyError,
-  deviceSecretKey,
   registerCredentialMetrics,
   generateDeviceSecret,
   isGeneratedSecret,

@@ -129,11 +129,16 @@ export class PgThingStore implements ThingStore {
     return pgTransaction(this.pool, async (tx) => {
       const results: ThingWriteResult[] = [];
       for (const item of items) {
+        // A refused item is rolled back alone; the others of the bulk are written.
+        await tx.query("SAVEPOINT thing_write");
         try {
           results.push(await writeThing(tx, item));
+          await tx.query("RELEASE SAVEPOINT thing_write");
         } catch (err) {
-          if (!(err instanceof ApiError)) throw err;
-          results.push({ error: err });
+          await tx.query("ROLLBACK TO SAVEPOINT thing_write");
+          const refused = refusalOf(err, item.input);
+          if (!refused) throw err;
+          results.push({ error: refused });
         }
       }
       return results;
@@ -224,19 +229,46 @@ async function writeThing(tx: PgQueryable, item: ThingWriteItem): Promise<ThingW
     if (item.digest !== undefined) await rememberDigest(tx, input.thingName, item.digest);
     return { change: "unchanged", thing: existing };
   }
-  const written = await tx.query<ThingRow>(
-    `INSERT INTO things (thing_name, thing_type, domain, serial, secret_hash, label, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, now(), now())
-     ON CONFLICT (thing_name) DO UPDATE SET thing_type = excluded.thing_type, domain = excluded.domain,
-       serial = COALESCE(excluded.serial, things.serial), secret_hash = COALESCE(excluded.secret_hash, things.secret_hash),
-       label = COALESCE(excluded.label, things.label), updated_at = excluded.updated_at
-     RETURNING *`,
-    [input.thingName, input.thingType, input.domain, input.serial ?? null, item.secretHash, input.label ?? null],
-  );
+  const values = [
+    input.thingName,
+    input.thingType,
+    input.domain,
+    input.serial ?? null,
+    item.secretHash,
+    input.label ?? null,
+  ];
+  const written = existing
+    ? await tx.query<ThingRow>(
+        `UPDATE things SET thing_type = $2, domain = $3, serial = COALESCE($4, serial),
+           secret_hash = COALESCE($5, secret_hash), label = COALESCE($6, label), updated_at = now()
+         WHERE thing_name = $1 RETURNING *`,
+        values,
+      )
+    : await tx.query<ThingRow>(
+        `INSERT INTO things (thing_name, thing_type, domain, serial, secret_hash, label, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, now(), now()) ON CONFLICT (thing_name) DO NOTHING RETURNING *`,
+        values,
+      );
+  // Another process created the thing since it was looked for (the insert waited for its commit):
+  // written again against the row it made, as its mode says (a create is refused).
+  if (written.rowCount === 0) return writeThing(tx, item);
   if (item.digest !== undefined) await rememberDigest(tx, input.thingName, item.digest);
   // Changed by another hand than the file's: the next start applies the file's entry again.
   else await tx.query("DELETE FROM thing_provisions WHERE thing_name = $1", [input.thingName]);
   return { change: existing ? "updated" : "created", thing: toThing(written.rows[0]!) };
+}
+
+/** PostgreSQL's SQLSTATE for a unique violation: a serial taken by a thing written concurrently. */
+const UNIQUE_VIOLATION = "23505";
+
+/** The refusal an item's failure answers with, or undefined for a fault of the database. */
+function refusalOf(err: unknown, input: NewThing): ApiError | undefined {
+  if (err instanceof ApiError) return err;
+  const { code, constraint } = err as { code?: string; constraint?: string };
+  if (code === UNIQUE_VIOLATION && constraint === "things_serial_key") {
+    return new ApiError("ALREADY_EXISTS", `Serial ${input.serial} belongs to another thing`, "serial");
+  }
+  return undefined;
 }
 
 function unchanged(input: NewThing, existing: Thing, secretHash: string | null, storedHash: string | null): boolean {

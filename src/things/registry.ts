@@ -254,6 +254,7 @@ export class ThingRegistry implements ThingLookups {
     this.view.removeThing(thingName);
     for (const groupId of groups) this.bus.emit("thingGroup.membership", { groupId, thingName, change: "removed" });
     this.bus.emit("thing.changed", { thingName, change: "deleted" });
+    await this.bus.settled();
   }
 
   /**
@@ -349,6 +350,7 @@ export class ThingRegistry implements ThingLookups {
       this.bus.emit("thingGroup.membership", { groupId: group.id, thingName, change: "removed" });
     }
     this.bus.emit("thingGroup.deleted", { groupId: group.id });
+    await this.bus.settled();
   }
 
   /** Adds things to a group; things already in it are left alone. Returns the ones added. */
@@ -357,6 +359,7 @@ export class ThingRegistry implements ThingLookups {
     const added = await this.store.addMembers(groupId, thingNames);
     for (const thingName of added) this.view.addMember(groupId, thingName);
     for (const thingName of added) this.bus.emit("thingGroup.membership", { groupId, thingName, change: "added" });
+    await this.bus.settled();
     return added;
   }
 
@@ -364,6 +367,7 @@ export class ThingRegistry implements ThingLookups {
     const removed = await this.store.removeMembers(groupId, thingNames);
     for (const thingName of removed) this.view.removeMember(groupId, thingName);
     for (const thingName of removed) this.bus.emit("thingGroup.membership", { groupId, thingName, change: "removed" });
+    await this.bus.settled();
     return removed;
   }
 

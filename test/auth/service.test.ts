@@ -12,7 +12,7 @@ const as = (userName: string): Principal => auth.identity.principal(userName)!;
 
 beforeAll(async () => {
   parts = await openParts();
-  auth = createAuth({
+  auth = await createAuth({
     store: parts.stores.identity,
     bus: parts.bus,
     clock: () => now,
@@ -53,7 +53,7 @@ describe("identity: users, in the service", () => {
     expect(await refusal(() => auth.users.delete(as("eastie"), "alice"))).toBe("NOT_AUTHORIZED");
     expect(await refusal(() => auth.users.delete(as("eastie"), "ghost"))).toBe("USER_NOT_FOUND");
     await auth.users.delete(as("alice"), "u2");
-    expect(auth.store.user("u2")).toBeUndefined();
+    expect(await auth.store.user("u2")).toBeUndefined();
   });
 
   it("raising Read to ReadWrite counts every grant as new", async () => {

@@ -59,7 +59,7 @@ function recordEvents(bus: EventBus): unknown[] {
 async function freshTarget(): Promise<ProvisionTarget & { bus: EventBus; db: Db }> {
   const db = openDatabase({ dataDir: ":memory:", migrations });
   const bus = new EventBus();
-  const identity = new Identity(new SqliteIdentityStore(db), bus);
+  const identity = await Identity.open(new SqliteIdentityStore(db), bus);
   const registry = await ThingRegistry.open(new SqliteThingStore(db), bus, (id) => identity.domain(id) !== undefined);
   return { db, bus, identity, registry };
 }

@@ -34,7 +34,7 @@ function sqliteBackend(): Backend {
       const db = openDatabase({ dataDir: ":memory:", migrations });
       dbs.push(db);
       // Rules name their domain (a foreign key in SQLite): the tree the cases use.
-      const identity = new Identity(new SqliteIdentityStore(db), new EventBus());
+      const identity = await Identity.open(new SqliteIdentityStore(db), new EventBus());
       await identity.createDomain("acme", "root");
       return new SqliteRuleStore(db, prefix);
     },

@@ -1,7 +1,24 @@
-import { describe, expect, it } from "vitest";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config/index.js";
-import { startDms } from "../../src/service.js";
-import { openStores, seamsNotOnPostgres, StoresError } from "../../src/stores.js";
+import { openStores, type SeamStores } from "../../src/stores.js";
+import { createPgDatabase, type PgDatabase } from "../support/postgres.js";
+
+const dirs: string[] = [];
+const databases: PgDatabase[] = [];
+afterAll(async () => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  await Promise.all(databases.map((d) => d.drop()));
+});
+
+/** The class each seam's store is made of, by seam. */
+function classes(stores: SeamStores): Record<string, string> {
+  const { observations, ...seams } = stores;
+  const named: Record<string, unknown> = { ...seams, observations: observations.store, reader: observations.reader };
+  return Object.fromEntries(Object.entries(named).map(([seam, store]) => [seam, String(store?.constructor.name)]));
+}
 
 describe("the store backend chosen once, by configuration", () => {
   it("without DMS_DATABASE_URL every seam is on SQLite", async () => {
@@ -20,19 +37,40 @@ describe("the store backend chosen once, by configuration", () => {
     }
   });
 
-  it("with DMS_DATABASE_URL start-up stops naming the seams not on PostgreSQL yet, never falling back to SQLite", async () => {
-    const missing = seamsNotOnPostgres();
-    // Rules have their PostgreSQL store: never listed.
-    expect(missing).not.toContain("rules");
-    if (missing.length === 0) return;
-    const config = loadConfig({
-      DMS_DATA_DIR: ":memory:",
-      DMS_DATABASE_URL: "postgres://postgres@127.0.0.1:5432/postgres",
-      DMS_HTTP_PORT: "0",
-      DMS_LOG_LEVEL: "silent",
+  it("with DMS_DATABASE_URL every seam is on PostgreSQL and nothing is written to the data directory", async () => {
+    const database = await createPgDatabase([]);
+    databases.push(database);
+    const dataDir = mkdtempSync(join(tmpdir(), "dms-pg-stores-"));
+    dirs.push(dataDir);
+    const stores = await openStores({
+      config: loadConfig({ DMS_DATA_DIR: dataDir, DMS_DATABASE_URL: database.url }),
+      engine: true,
+      clock: Date.now,
     });
-    const started = startDms(config);
-    await expect(started).rejects.toBeInstanceOf(StoresError);
-    await expect(started).rejects.toThrow(`no PostgreSQL implementation yet: ${missing.join(", ")}`);
+    try {
+      expect(stores.backend).toBe("postgres");
+      expect(stores.sqlite).toBeUndefined();
+      const { identity, things, rules, jobs, outbox, events, deadLetters, busEvents, files, exports } = stores;
+      const seams = { identity, things, rules, jobs, outbox, events, deadLetters, busEvents, files, exports };
+      const made = classes({ ...seams, state: stores.state, observations: stores.observations, keys: stores.keys });
+      expect(Object.keys(made)).toHaveLength(14);
+      for (const [seam, name] of Object.entries(made)) expect(name, seam).toMatch(/^Pg/);
+      await stores.ping();
+      await stores.keys.key("jwt-secret");
+    } finally {
+      await stores.close();
+    }
+    expect(readdirSync(dataDir)).toEqual([]);
+  });
+
+  it("a database that cannot be reached stops the start with its error, never falling back to SQLite", async () => {
+    const unreachable = "postgres://postgres@127.0.0.1:1/dms";
+    await expect(
+      openStores({
+        config: loadConfig({ DMS_DATA_DIR: ":memory:", DMS_DATABASE_URL: unreachable }),
+        engine: false,
+        clock: Date.now,
+      }),
+    ).rejects.toThrow(/ECONNREFUSED/);
   });
 });

@@ -5,6 +5,7 @@ import { loadConfig } from "../../src/config/index.js";
 import type { Provision } from "../../src/provision/index.js";
 import { API_KEY, BASE_PROVISION } from "./provision.js";
 import { startDms, type Dms, type StartOptions } from "../../src/service.js";
+import { testDatabaseUrl } from "./test-database.js";
 import { until } from "./wait.js";
 
 export { API_KEY, BASE_PROVISION } from "./provision.js";
@@ -44,6 +45,7 @@ export async function startTestDms(
   for (const u of provision.users ?? []) PASSWORDS.set(u.userName, u.password);
   const provisionFile = join(dataDir, "provision.json");
   writeFileSync(provisionFile, JSON.stringify(provision));
+  const databaseUrl = options.env?.DMS_DATABASE_URL === undefined ? await testDatabaseUrl(dataDir) : undefined;
   const config = loadConfig({
     DMS_HTTP_PORT: "0",
     DMS_HTTP_HOST: "127.0.0.1",
@@ -52,6 +54,7 @@ export async function startTestDms(
     DMS_LOG_LEVEL: "silent",
     DMS_ROLES: "api",
     DMS_JWT_SECRET: "test-secret-test-secret-test-secret",
+    ...(databaseUrl && { DMS_DATABASE_URL: databaseUrl }),
     ...options.env,
   });
   const dms = await startDms(config, options.start);

@@ -36,7 +36,7 @@ export async function openParts(extra: Partial<Provision> = {}): Promise<Parts> 
   });
   const db = stores.sqlite!;
   const bus = new EventBus();
-  const identity = new Identity(stores.identity, bus);
+  const identity = await Identity.open(stores.identity, bus);
   const registry = await ThingRegistry.open(stores.things, bus, (id) => identity.domain(id) !== undefined);
   const document: Provision = { ...BASE_PROVISION };
   for (const [key, value] of Object.entries(extra)) {

@@ -33,7 +33,7 @@ function sqliteBackend(): Backend {
       const db = openDatabase({ dataDir: ":memory:", migrations });
       dbs.push(db);
       // Things name their domain (a foreign key in SQLite): the tree the cases use.
-      const identity = new Identity(new SqliteIdentityStore(db), new EventBus());
+      const identity = await Identity.open(new SqliteIdentityStore(db), new EventBus());
       await identity.createDomain("acme", "root");
       await identity.createDomain("east", "acme");
       return new SqliteThingStore(db);

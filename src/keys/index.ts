@@ -1,0 +1,3 @@
+export type { KeyName, KeyStore } from "./store.js";
+export { FileKeyStore, MemoryKeyStore } from "./file-store.js";
+export { PgKeyStore, keysPgMigrations } from "./pg-store.js";
