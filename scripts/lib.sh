@@ -1,6 +1,7 @@
 # Process and cache handling shared by scripts/kafka.sh, scripts/schema-registry.sh and
 # scripts/opensearch.sh: each runs one JVM service in the background, tracked by a pid file, started
-# and stopped under a lock, from jars fetched once through Maven Central into a cache.
+# and stopped under a lock, from jars fetched once through Maven Central into a cache. scripts/cluster.sh
+# runs its dms nodes with the process helpers.
 # Sourced, not run. The sourcing script sets PID_FILE and defines log.
 
 die() {

@@ -1,5 +1,4 @@
-// The entry of the Kafka fetch thread. Plain JavaScript, so that it starts the same under tsx,
-// vitest and plain node: it loads the TypeScript thread through tsx's loader.
-import { tsImport } from "tsx/esm/api";
+// The entry of the Kafka fetch thread (plain JavaScript: see ../../load-thread.mjs).
+import { loadThread } from "../../load-thread.mjs";
 
-await tsImport("./kafka-fetch-thread.ts", import.meta.url);
+await loadThread("kafka-fetch-thread", import.meta.url);
