@@ -209,10 +209,15 @@ export function validOf(
     switch (schema.type) {
       case "string":
         return stringOf(schema, pool);
-      case "integer":
-        return fc.integer({ min: Math.max(schema.minimum ?? -1000, -1e9), max: Math.min(schema.maximum ?? 1000, 1e9) });
-      case "number":
-        return fc.double({ min: schema.minimum ?? -1000, max: schema.maximum ?? 1000, noNaN: true });
+      case "integer": {
+        // Around the bounds the schema gives; an open side reaches 1,000 past the other.
+        const min = Math.max(schema.minimum ?? Math.min(-1000, (schema.maximum ?? 0) - 1000), -1e9);
+        return fc.integer({ min, max: Math.min(schema.maximum ?? Math.max(1000, min + 1000), 1e9) });
+      }
+      case "number": {
+        const min = schema.minimum ?? Math.min(-1000, (schema.maximum ?? 0) - 1000);
+        return fc.double({ min, max: schema.maximum ?? Math.max(1000, min + 1000), noNaN: true });
+      }
       case "boolean":
         return fc.boolean();
       case "array":
@@ -254,7 +259,9 @@ function stringOf(schema: Schema, pool: Pool): fc.Arbitrary<string> {
         // A pattern JavaScript cannot compile: plain strings then.
       }
     }
-    return fc.string({ minLength: schema.minLength ?? 0, maxLength: Math.min(schema.maxLength ?? 16, 16) });
+    // Short strings, but as long as the schema asks at least (a device secret's 20 characters).
+    const minLength = schema.minLength ?? 0;
+    return fc.string({ minLength, maxLength: Math.min(schema.maxLength ?? 16, Math.max(16, minLength)) });
   })();
   return pool.strings.length > 0 ? fc.oneof(own, fc.constantFrom(...pool.strings)) : own;
 }
