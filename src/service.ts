@@ -417,6 +417,8 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     ruleCache?.close();
     jobs.close();
     await find.close();
+    // What the last registry changes started (job executions) is written before the stores close.
+    await bus.settled();
     await relay?.stop();
     await stores.close();
   };
