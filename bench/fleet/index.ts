@@ -3,7 +3,7 @@
  * is a file of its own and writes its own part of bench/RESULTS.md
  * (`fleet-<section>`), so that sections run alone or together:
  *
- *   npx tsx bench/fleet/index.ts [--only provisioning,connect-storm] [--things 100000]
+ *   npx tsx bench/fleet/index.ts [--only provisioning,provisioning-postgres,connect-storm] [--things 100000]
  *     [--devices 10000] [--secrets chosen|generated] [--client-processes 4] [--rounds 2]
  *     [--publishers 1000] [--seconds 10]
  *     [--old 1000000]
@@ -42,6 +42,12 @@ const SECTIONS: Section[] = [
     title: `provisioning ${THINGS.toLocaleString("en")} things with and without secrets, and a restart`,
     flags: `--only provisioning --things ${THINGS} --rounds ${ROUNDS}`,
     run: () => provisioningSection(THINGS, ROUNDS),
+  },
+  {
+    name: "provisioning-postgres",
+    title: `provisioning ${THINGS.toLocaleString("en")} things with every store on PostgreSQL, and a restart`,
+    flags: `--only provisioning-postgres --things ${THINGS} --rounds ${ROUNDS}`,
+    run: () => provisioningSection(THINGS, ROUNDS, "postgres"),
   },
   {
     name: "connect-storm",

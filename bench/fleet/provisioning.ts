@@ -5,10 +5,13 @@
  * restart with the unchanged file. Times are the dms process's own, from its
  * start to /healthz answering (listening) and to /readyz 200 (provisioned and
  * started), so that module loading of the child is the same in every row.
+ * With `postgres`, every fresh data dir gets a PostgreSQL database of its own
+ * (DMS_DATABASE_URL, on the server of DMS_TEST_PG_URL), dropped at the end.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createPgDatabase, type PgDatabase } from "../../test/support/postgres.js";
 import { child, progress, request, secretOf, serviceEnv, stop, writeProvision, type ThingEntry } from "./support.js";
 
 interface Started {
@@ -23,8 +26,12 @@ interface Row {
   work: Started["work"];
 }
 
-async function startOnce(run: string, dataDir: string, file: string): Promise<Row> {
-  const proc = child("service.ts", serviceEnv(dataDir, file, "api"));
+/** Where a run keeps its stores: its data dir alone, or with a PostgreSQL database of its own. */
+export type Backend = "sqlite" | "postgres";
+
+async function startOnce(run: string, dataDir: string, file: string, databaseUrl?: string): Promise<Row> {
+  const env = serviceEnv(dataDir, file, "api");
+  const proc = child("service.ts", databaseUrl === undefined ? env : { ...env, DMS_DATABASE_URL: databaseUrl });
   try {
     const listening = request<{ ms: number }>(proc, undefined, "listening");
     const started = await request<Started>(proc, undefined, "started");
@@ -36,8 +43,20 @@ async function startOnce(run: string, dataDir: string, file: string): Promise<Ro
   }
 }
 
-export async function provisioningSection(things: number, rounds: number): Promise<string> {
+export async function provisioningSection(
+  things: number,
+  rounds: number,
+  backend: Backend = "sqlite",
+): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), "dms-bench-fleet-"));
+  const databases = new Map<string, PgDatabase>();
+  /** Starts dms on `dataDir` (and, on PostgreSQL, the database that goes with it). */
+  const start = async (run: string, dataDir: string, file: string): Promise<Row> => {
+    if (backend === "sqlite") return startOnce(run, dataDir, file);
+    let database = databases.get(dataDir);
+    if (!database) databases.set(dataDir, (database = await createPgDatabase([])));
+    return startOnce(run, dataDir, file, database.url);
+  };
   try {
     const plain: ThingEntry[] = Array.from({ length: things }, (_, i) => ({
       thingName: `dev-${i}`,
@@ -59,21 +78,20 @@ export async function provisioningSection(things: number, rounds: number): Promi
     const rows: Row[] = [];
     for (let round = 1; round <= rounds; round++) {
       const fresh = (name: string) => mkdtempSync(join(dir, `${name}-${round}-`));
-      rows.push(await startOnce(`empty file (round ${round})`, fresh("empty"), join(dir, "empty.json")));
-      rows.push(
-        await startOnce(`${things} things, no secrets (round ${round})`, fresh("plain"), join(dir, "plain.json")),
-      );
+      rows.push(await start(`empty file (round ${round})`, fresh("empty"), join(dir, "empty.json")));
+      rows.push(await start(`${things} things, no secrets (round ${round})`, fresh("plain"), join(dir, "plain.json")));
       const secretsDir = fresh("secrets");
       rows.push(
-        await startOnce(`${things} things, generated secrets (round ${round})`, secretsDir, join(dir, "secrets.json")),
+        await start(`${things} things, generated secrets (round ${round})`, secretsDir, join(dir, "secrets.json")),
       );
-      rows.push(await startOnce(`restart, file unchanged (round ${round})`, secretsDir, join(dir, "secrets.json")));
+      rows.push(await start(`restart, file unchanged (round ${round})`, secretsDir, join(dir, "secrets.json")));
       rows.push(
-        await startOnce(`${things} things, chosen secrets (round ${round})`, fresh("chosen"), join(dir, "chosen.json")),
+        await start(`${things} things, chosen secrets (round ${round})`, fresh("chosen"), join(dir, "chosen.json")),
       );
     }
     return report(rows, things);
   } finally {
+    await Promise.all([...databases.values()].map((d) => d.drop()));
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -30,15 +30,21 @@ send({
   work: dms.services.registry.credentials.work,
 });
 // Observations stored and evaluated so far (the id sequence of the observation file only grows):
-// what bench/fleet's ingest counts.
-const observationsFile = new Database(join(config.DMS_DATA_DIR, OBSERVATIONS_FILE), { readonly: true });
-const stored = observationsFile.prepare<[], { n: number | null }>("SELECT next - 1 AS n FROM observation_ids");
+// what bench/fleet's ingest counts. Opened when first asked: with DMS_DATABASE_URL there is no such file.
+let stored: Database.Statement<[], { n: number | null }> | undefined;
+const observationsStored = (): number => {
+  stored ??= new Database(join(config.DMS_DATA_DIR, OBSERVATIONS_FILE), { readonly: true }).prepare<
+    [],
+    { n: number | null }
+  >("SELECT next - 1 AS n FROM observation_ids");
+  return stored.get()?.n ?? 0;
+};
 process.on("message", (m: { cmd: string }) => {
   if (m.cmd === "count") {
     const { user, system } = process.cpuUsage();
     send({
       cmd: "count",
-      observations: stored.get()?.n ?? 0,
+      observations: observationsStored(),
       cpuMs: (user + system) / 1000,
       connected: dms.services.deviceBridge?.connectedDevices ?? 0,
     });

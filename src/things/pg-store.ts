@@ -1,15 +1,8 @@
-import { ApiError, notFound } from "../errors/index.js";
 import { pgTransaction, type PgPool, type PgQueryable } from "../store/index.js";
-import {
-  checkMode,
-  type StoredThing,
-  type ThingSnapshot,
-  type ThingStore,
-  type ThingWriteItem,
-  type ThingWriteResult,
-} from "./store.js";
+import { writeThingBatch } from "./pg-write.js";
+import type { StoredThing, ThingSnapshot, ThingStore, ThingWriteItem, ThingWriteResult } from "./store.js";
 import { groupBy, toGroup, toThing, toThingType, type HeaderRow, type ThingRow } from "./rows.js";
-import type { GroupHeader, NewThing, ResourceDefinition, Thing, ThingGroup, ThingType } from "./types.js";
+import type { GroupHeader, ResourceDefinition, ThingGroup, ThingType } from "./types.js";
 
 /** Names in byte order, as SQLite sorts them, whatever the database's locale. */
 const BYTE_ORDER = 'COLLATE "C"';
@@ -126,23 +119,7 @@ export class PgThingStore implements ThingStore {
 
   async writeThings(items: readonly ThingWriteItem[]): Promise<ThingWriteResult[]> {
     if (items.length === 0) return [];
-    return pgTransaction(this.pool, async (tx) => {
-      const results: ThingWriteResult[] = [];
-      for (const item of items) {
-        // A refused item is rolled back alone; the others of the bulk are written.
-        await tx.query("SAVEPOINT thing_write");
-        try {
-          results.push(await writeThing(tx, item));
-          await tx.query("RELEASE SAVEPOINT thing_write");
-        } catch (err) {
-          await tx.query("ROLLBACK TO SAVEPOINT thing_write");
-          const refused = refusalOf(err, item.input);
-          if (!refused) throw err;
-          results.push({ error: refused });
-        }
-      }
-      return results;
-    });
+    return pgTransaction(this.pool, (tx) => writeThingBatch(tx, items));
   }
 
   async deleteThing(thingName: string): Promise<void> {
@@ -205,88 +182,6 @@ export class PgThingStore implements ThingStore {
     );
     return inGivenOrder(thingNames, rows);
   }
-}
-
-/** One thing of a batch inside its transaction: checked again, then written unless it already holds these values. */
-async function writeThing(tx: PgQueryable, item: ThingWriteItem): Promise<ThingWriteResult> {
-  const { input } = item;
-  const type = await tx.query("SELECT 1 FROM thing_types WHERE id = $1", [input.thingType]);
-  if (type.rowCount === 0) throw notFound("THING_TYPE_NOT_FOUND", `Thing type ${input.thingType}`, "thingType");
-  const { rows } = await tx.query<ThingRow>("SELECT * FROM things WHERE thing_name = $1 FOR UPDATE", [input.thingName]);
-  const stored = rows[0];
-  const existing = stored && toThing(stored);
-  checkMode(input.thingName, existing, item.mode);
-  if (input.serial !== undefined) {
-    const holder = await tx.query<{ thing_name: string }>("SELECT thing_name FROM things WHERE serial = $1", [
-      input.serial,
-    ]);
-    const other = holder.rows[0]?.thing_name;
-    if (other !== undefined && other !== input.thingName) {
-      throw new ApiError("ALREADY_EXISTS", `Serial ${input.serial} belongs to thing ${other}`, "serial");
-    }
-  }
-  if (existing && unchanged(input, existing, item.secretHash, stored.secret_hash)) {
-    if (item.digest !== undefined) await rememberDigest(tx, input.thingName, item.digest);
-    return { change: "unchanged", thing: existing };
-  }
-  const values = [
-    input.thingName,
-    input.thingType,
-    input.domain,
-    input.serial ?? null,
-    item.secretHash,
-    input.label ?? null,
-  ];
-  const written = existing
-    ? await tx.query<ThingRow>(
-        `UPDATE things SET thing_type = $2, domain = $3, serial = COALESCE($4, serial),
-           secret_hash = COALESCE($5, secret_hash), label = COALESCE($6, label), updated_at = now()
-         WHERE thing_name = $1 RETURNING *`,
-        values,
-      )
-    : await tx.query<ThingRow>(
-        `INSERT INTO things (thing_name, thing_type, domain, serial, secret_hash, label, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, now(), now()) ON CONFLICT (thing_name) DO NOTHING RETURNING *`,
-        values,
-      );
-  // Another process created the thing since it was looked for (the insert waited for its commit):
-  // written again against the row it made, as its mode says (a create is refused).
-  if (written.rowCount === 0) return writeThing(tx, item);
-  if (item.digest !== undefined) await rememberDigest(tx, input.thingName, item.digest);
-  // Changed by another hand than the file's: the next start applies the file's entry again.
-  else await tx.query("DELETE FROM thing_provisions WHERE thing_name = $1", [input.thingName]);
-  return { change: existing ? "updated" : "created", thing: toThing(written.rows[0]!) };
-}
-
-/** PostgreSQL's SQLSTATE for a unique violation: a serial taken by a thing written concurrently. */
-const UNIQUE_VIOLATION = "23505";
-
-/** The refusal an item's failure answers with, or undefined for a fault of the database. */
-function refusalOf(err: unknown, input: NewThing): ApiError | undefined {
-  if (err instanceof ApiError) return err;
-  const { code, constraint } = err as { code?: string; constraint?: string };
-  if (code === UNIQUE_VIOLATION && constraint === "things_serial_key") {
-    return new ApiError("ALREADY_EXISTS", `Serial ${input.serial} belongs to another thing`, "serial");
-  }
-  return undefined;
-}
-
-function unchanged(input: NewThing, existing: Thing, secretHash: string | null, storedHash: string | null): boolean {
-  return (
-    existing.thingType === input.thingType &&
-    existing.domain === input.domain &&
-    (input.serial === undefined || input.serial === existing.serial) &&
-    (input.label === undefined || input.label === existing.label) &&
-    (secretHash === null || secretHash === storedHash)
-  );
-}
-
-async function rememberDigest(tx: PgQueryable, thingName: string, digest: string): Promise<void> {
-  await tx.query(
-    `INSERT INTO thing_provisions (thing_name, digest) VALUES ($1, $2)
-     ON CONFLICT (thing_name) DO UPDATE SET digest = excluded.digest`,
-    [thingName, digest],
-  );
 }
 
 async function thingType(db: PgQueryable, id: string): Promise<ThingType | undefined> {

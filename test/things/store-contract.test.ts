@@ -131,6 +131,99 @@ describe.each([sqliteBackend(), pgBackend()])("thing store contract: $name", (ba
     expect(stored.get("w3")!.thing.serial).toBeNull();
   });
 
+  it("decides a bulk as if its items were written one after the other: names and serials it writes twice", async () => {
+    await store.writeThings([
+      item("b1", { serial: "B-1", label: "one" }),
+      item("b2", { serial: "B-2" }),
+      item("b3", { serial: "B-3" }),
+    ]);
+    const results = await store.writeThings([
+      item("b-new", { serial: "B-9" }),
+      item("b1", { label: "one" }),
+      item("b3", { mode: "create" }),
+      item("b-missing", { mode: "update" }),
+      // Claimed by b-new a moment ago in this very bulk.
+      item("b-dup", { serial: "B-9" }),
+      item("b-new", { mode: "create" }),
+      item("b-new", { label: "again", secretHash: "hash-new" }),
+      item("b-new", { label: "again", secretHash: "hash-new" }),
+      // b2 frees B-2 for b4; b1 cannot have B-5, which b2 holds by then.
+      item("b2", { serial: "B-5" }),
+      item("b4", { serial: "B-2" }),
+      item("b1", { serial: "B-5" }),
+      // b3 leaves B-3 for b1, which b1 then takes.
+      item("b3", { serial: "B-6" }),
+      item("b1", { serial: "B-3" }),
+    ]);
+    expect(results.map(changeOf)).toEqual([
+      "created",
+      "unchanged",
+      "ALREADY_EXISTS",
+      "THING_NOT_FOUND",
+      "ALREADY_EXISTS",
+      "ALREADY_EXISTS",
+      "updated",
+      "unchanged",
+      "updated",
+      "created",
+      "ALREADY_EXISTS",
+      "updated",
+      "updated",
+    ]);
+    const refusal = (i: number) => {
+      const r = results[i]!;
+      return "error" in r ? { property: r.error.property, message: r.error.message } : r.change;
+    };
+    expect(refusal(2)).toMatchObject({ property: "thingName" });
+    expect(refusal(4)).toEqual({ property: "serial", message: "Serial B-9 belongs to thing b-new" });
+    expect(refusal(5)).toMatchObject({ property: "thingName" });
+    expect(refusal(10)).toEqual({ property: "serial", message: "Serial B-5 belongs to thing b2" });
+    const thingAt = (i: number) => {
+      const r = results[i]!;
+      if ("error" in r) throw new Error(`item ${i} refused: ${r.error.message}`);
+      return r.thing;
+    };
+    // Each result is the thing as its item left it; the store holds what the last one left.
+    expect(thingAt(0)).toMatchObject({ thingName: "b-new", serial: "B-9", label: null });
+    expect(thingAt(0).createdAt).toBe(thingAt(0).updatedAt);
+    expect(thingAt(6)).toMatchObject({ thingName: "b-new", serial: "B-9", label: "again" });
+    expect(thingAt(7)).toEqual(thingAt(6));
+    expect(thingAt(8)).toMatchObject({ thingName: "b2", serial: "B-5" });
+    expect(thingAt(12)).toMatchObject({ thingName: "b1", serial: "B-3", label: "one" });
+    const stored = await store.storedThings(["b1", "b2", "b3", "b4", "b-new", "b-dup", "b-missing"]);
+    expect([...stored.keys()].sort()).toEqual(["b-new", "b1", "b2", "b3", "b4"]);
+    expect(stored.get("b-new")).toEqual({ thing: thingAt(7), secretHash: "hash-new" });
+    expect(stored.get("b1")!.thing).toEqual(thingAt(12));
+    expect(stored.get("b2")!.thing).toEqual(thingAt(8));
+    expect(stored.get("b3")!.thing).toEqual(thingAt(11));
+    expect(stored.get("b4")!.thing).toEqual(thingAt(9));
+  });
+
+  it("moves serials along a chain within a bulk, and keeps the digest the bulk's last item of a thing leaves", async () => {
+    await store.writeThings([item("c1", { serial: "C-1" }), item("c2", { serial: "C-2" })]);
+    // c1 leaves C-1 for C-3, then c2 takes C-1: one after the other, no serial is held twice.
+    const moved = await store.writeThings([item("c1", { serial: "C-3" }), item("c2", { serial: "C-1" })]);
+    expect(moved.map(changeOf)).toEqual(["updated", "updated"]);
+    const stored = await store.storedThings(["c1", "c2"]);
+    expect([stored.get("c1")!.thing.serial, stored.get("c2")!.thing.serial]).toEqual(["C-3", "C-1"]);
+
+    await store.writeThings([
+      item("q1", { digest: "x1" }),
+      item("q1", { label: "by hand" }),
+      item("q2", { label: "by hand" }),
+      item("q2", { digest: "x2" }),
+      item("q3", { digest: "x3" }),
+      // Unchanged and from another hand: the digest stays.
+      item("q3"),
+    ]);
+    expect(await store.provisionDigests(["q1", "q2", "q3"])).toEqual(
+      new Map([
+        ["q2", "x2"],
+        ["q3", "x3"],
+      ]),
+    );
+  });
+
   it("keeps a thing's secret hash, replaced only while it still is the expected one", async () => {
     await store.writeThings([item("s1", { secretHash: "hash-1" })]);
     expect(await store.secretHash("s1")).toBe("hash-1");
