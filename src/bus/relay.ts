@@ -46,6 +46,8 @@ export class BusRelay {
   private polling: Promise<number> | undefined;
   /** The read after the one under way: a wakeup during a read may announce rows that read missed. */
   private next: Promise<number> | undefined;
+  /** The writes of this process's changes not yet stored. */
+  private readonly appends = new Set<Promise<void>>();
 
   constructor(private readonly options: BusRelayOptions) {
     this.store = options.store;
@@ -60,9 +62,13 @@ export class BusRelay {
     await this.wakeup.start(() => void this.poll());
   }
 
+  /** Stops following, and resolves once the reads and writes under way are done (the store may close then). */
   async stop(): Promise<void> {
     this.options.bus.relayTo(undefined);
     await this.wakeup.stop();
+    while (this.polling || this.appends.size > 0) {
+      await Promise.allSettled([this.polling, this.next, ...this.appends]);
+    }
   }
 
   /**
@@ -109,7 +115,9 @@ export class BusRelay {
     const failed = (err: unknown): void =>
       this.options.logger.error({ err, name }, "bus relay: a change could not be written for other processes");
     try {
-      this.store.append(this.origin, name, JSON.stringify(event), Date.now()).catch(failed);
+      const append = this.store.append(this.origin, name, JSON.stringify(event), Date.now()).catch(failed);
+      this.appends.add(append);
+      void append.finally(() => this.appends.delete(append));
     } catch (err) {
       failed(err);
     }
