@@ -185,15 +185,15 @@ const PG_SEAMS: { [K in keyof SeamStores]: PgSeam<K> } = {
   },
 };
 
+/** Every seam's PostgreSQL tables, in the order they are made: what `openPgStores` migrates at start. */
+export const pgMigrations: readonly PgMigration[] = Object.values(PG_SEAMS).flatMap((s) => s.migrations);
+
 /** Every seam on the PostgreSQL database at `url`, migrated: nothing is kept in the data directory. */
 export async function openPgStores(url: string, options: StoresOptions): Promise<Stores> {
   const seams = PG_SEAMS;
   const pool = openPgPool(url);
   try {
-    await migratePg(
-      pool,
-      Object.values(seams).flatMap((s) => s.migrations),
-    );
+    await migratePg(pool, pgMigrations);
     const open = <K extends keyof SeamStores>(key: K): Promise<SeamStores[K]> =>
       Promise.resolve(seams[key].open(pool, { ...options, url }));
     const stores: SeamStores = {

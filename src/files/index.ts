@@ -6,7 +6,7 @@ export {
   type FolderSelector,
   type UploadHeaders,
 } from "./service.js";
-export { LocalFileStore, type LocalFileStoreOptions } from "./local-store.js";
+export { LocalFileStore, localBlobPath, type LocalFileStoreOptions } from "./local-store.js";
 export { SqliteFileMetadataStore } from "./sqlite-store.js";
 export { PgFileMetadataStore } from "./pg-store.js";
 export { PgFileStore, FILE_CHUNK_BYTES, type PgFileStoreOptions } from "./pg-file-store.js";

@@ -34,6 +34,7 @@ export interface LocalFileStoreOptions {
  */
 export class LocalFileStore implements FileStore {
   private readonly metadata: FileMetadataStore;
+  private readonly dir: string;
   private readonly objects: string;
   private readonly tmp: string;
   private readonly clock: () => number;
@@ -43,6 +44,7 @@ export class LocalFileStore implements FileStore {
   constructor(options: LocalFileStoreOptions) {
     this.metadata = options.metadata;
     this.clock = options.clock ?? Date.now;
+    this.dir = options.dir;
     this.objects = join(options.dir, "objects");
     this.tmp = join(options.dir, "tmp");
     mkdirSync(this.objects, { recursive: true });
@@ -122,7 +124,7 @@ export class LocalFileStore implements FileStore {
   }
 
   private blobPath(versionId: string): string {
-    return join(this.objects, versionId.slice(0, 2), versionId);
+    return localBlobPath(this.dir, versionId);
   }
 
   /** Blobs without a recorded version are left by a crash between rename and record (or removal and unlink). */
@@ -134,6 +136,11 @@ export class LocalFileStore implements FileStore {
       }
     }
   }
+}
+
+/** Where a `LocalFileStore` on `dir` keeps the bytes of a version: `objects/`, sharded by the id's first two characters. */
+export function localBlobPath(dir: string, versionId: string): string {
+  return join(dir, "objects", versionId.slice(0, 2), versionId);
 }
 
 /** Streams `body` into `file` while counting and hashing, in one pass. */

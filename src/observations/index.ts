@@ -13,7 +13,7 @@ export {
 export { dayOf, partitionTable, DAY_MS } from "./partitions.js";
 export { openObservations, OBSERVATIONS_FILE, type OpenedObservations } from "./open.js";
 export { SqliteObservationReader, type ObservationReader, type CandidateRow, type ExportRow } from "./reader.js";
-export { PgObservationStore, observationPgMigrations } from "./pg-store.js";
+export { PgObservationStore, createDayPartitions, observationPgMigrations } from "./pg-store.js";
 export { PgObservationReader } from "./pg-reader.js";
 export { openObservationReader, type ReaderSource } from "./source.js";
 export {

@@ -1,7 +1,13 @@
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { from as copyFrom } from "pg-copy-streams";
-import { pgTransaction, type PgMigration, type PgPool, type PgQueryable } from "../store/index.js";
+import {
+  pgCopyField as copyField,
+  pgTransaction,
+  type PgMigration,
+  type PgPool,
+  type PgQueryable,
+} from "../store/index.js";
 import { StreamHoles } from "./holes.js";
 import { DAY_MS, dayOf, partitionTable } from "./partitions.js";
 import { documents, toColumns, type ObservationColumns } from "./rows.js";
@@ -142,14 +148,7 @@ export class PgObservationStore implements ObservationStore {
   private async ensureDays(days: Iterable<number>): Promise<void> {
     const missing = [...days].filter((d) => !this.days.has(d));
     if (missing.length === 0) return;
-    await pgTransaction(this.pool, async (tx) => {
-      await tx.query("SELECT pg_advisory_xact_lock($1)", [PARTITION_LOCK]);
-      for (const day of missing)
-        await tx.query(
-          `CREATE TABLE IF NOT EXISTS ${partitionTable(day)} PARTITION OF observations
-           FOR VALUES FROM (${day * DAY_MS}) TO (${(day + 1) * DAY_MS})`,
-        );
-    });
+    await pgTransaction(this.pool, (tx) => createDayPartitions(tx, missing));
     for (const day of missing) this.days.add(day);
   }
 
@@ -205,6 +204,19 @@ export class PgObservationStore implements ObservationStore {
   async close(): Promise<void> {}
 }
 
+/**
+ * Makes the partitions of `days` that do not exist, in the caller's transaction, under the lock
+ * that keeps processes creating and dropping partitions one at a time.
+ */
+export async function createDayPartitions(tx: PgQueryable, days: Iterable<number>): Promise<void> {
+  await tx.query("SELECT pg_advisory_xact_lock($1)", [PARTITION_LOCK]);
+  for (const day of days)
+    await tx.query(
+      `CREATE TABLE IF NOT EXISTS ${partitionTable(day)} PARTITION OF observations
+       FOR VALUES FROM (${day * DAY_MS}) TO (${(day + 1) * DAY_MS})`,
+    );
+}
+
 const COPY_SQL = "COPY observations (thing_name, thing_type, domain, ts, doc) FROM STDIN";
 
 /** The kept rows as COPY's text format, in chunks of about `COPY_CHUNK` characters. */
@@ -221,14 +233,6 @@ function* copyText(rows: ObservationColumns, keep: readonly number[]): Generator
     }
   }
   if (chunk) yield chunk;
-}
-
-const COPY_SPECIAL = /[\\\t\n\r]/;
-const COPY_ESCAPES: Record<string, string> = { "\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r" };
-
-/** A value as COPY's text format takes it: backslash, tab and line ends escaped. */
-function copyField(value: string): string {
-  return COPY_SPECIAL.test(value) ? value.replace(/[\\\t\n\r]/g, (c) => COPY_ESCAPES[c]!) : value;
 }
 
 /** The day of a partition's table name (`partitionTable`'s inverse). */

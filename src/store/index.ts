@@ -17,6 +17,7 @@ export {
   type PgQueryable,
 } from "./pg.js";
 export { int8AsNumber, pgQuery } from "./pg-types.js";
+export { pgCopyField, PG_COPY_NULL } from "./pg-copy.js";
 
 /**
  * One schema change. Each capability owns its migrations (ids prefixed by the
