@@ -37,10 +37,10 @@ import {
   type ObservationReader,
   type ObservationStore,
   createExports,
-  createFindRunner,
   type Exports,
   type FindRunner,
 } from "./observations/index.js";
+import { openObservationBackend } from "./observation-backend.js";
 import { createSearch, type SearchIndex } from "./search/index.js";
 import { UrlSigner, signingKey } from "./signing/index.js";
 import { RetentionSweeper, type Db } from "./store/index.js";
@@ -92,10 +92,11 @@ export interface Services {
   readonly things: ThingsService;
   /** The thing-group operations with their access checks. */
   readonly thingGroups: ThingGroupsService;
+  /** Where observations are kept: the database's store, or OpenSearch's with `OPENSEARCH_URL`. */
   readonly observations: ObservationStore;
-  /** FIND and export reads of the observation table. */
+  /** The database's reader of its observations (FIND and exports read through `find` and `exports`). */
   readonly observationReader: ObservationReader;
-  /** FIND evaluation off the main thread, each request within its time budget. */
+  /** FIND: evaluated off the main thread, or answered by OpenSearch; each request within its time budget. */
   readonly find: FindRunner;
   /** Export jobs, their executions, runner and scheduler. */
   readonly exports: Exports;
@@ -170,6 +171,7 @@ export interface StartOptions {
  * | `scheduler` | the export schedules, the retention sweeper, the jobs' timers         |
  * | `mqtt`      | the device MQTT bridge (jobs and observations of devices)             |
  * | `proxy`     | the TCP proxy and its control interface                               |
+ * | `store`     | with `OPENSEARCH_URL` and Kafka: indexes the observations topic        |
  */
 export async function startDms(config: Config, options: StartOptions = {}): Promise<Dms> {
   const { roles } = config;
@@ -227,19 +229,22 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     allowPrivateWebhooks: config.DMS_WEBHOOK_ALLOW_PRIVATE,
   });
   const events = stores.events;
-  const opened = stores.observations;
-  const observations = opened.store;
-  const observationReader = opened.reader;
-  const find = createFindRunner({
-    source: opened.source,
-    reader: observationReader,
-    threads: config.DMS_FIND_THREADS,
-    budgetMs: config.DMS_FIND_TIMEOUT_MS,
-    columnCacheBytes: config.DMS_FIND_COLUMN_CACHE_MB * 1024 * 1024,
+  const observationReader = stores.observations.reader;
+  const observationBackend = openObservationBackend(config, {
+    opened: stores.observations,
+    registry,
+    bus,
+    deadLetters: stores.deadLetters,
+    logger,
+    metrics: metrics.registry,
+    readiness,
+    clock,
   });
+  const observations = observationBackend.store;
+  const find = observationBackend.find;
   const exports = createExports({
     store: stores.exports,
-    reader: observationReader,
+    reader: observationBackend.reader,
     registry,
     mailer,
     logger,
@@ -290,7 +295,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
           readiness,
           bus,
           registry,
-          observations,
+          observations: observationBackend.engineStore,
           clock,
           domainPath: (id) => identity.pathOf(id),
           sink: actionSink(options, actions),
@@ -301,7 +306,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
 
   const retention = roles.has("scheduler")
     ? new RetentionSweeper({
-        targets: retentionTargets(config, stores),
+        targets: retentionTargets(config, { ...stores, observations: observationBackend }),
         clock,
         logger,
         registry: metrics.registry,
@@ -391,6 +396,8 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
         ]
       : []),
     ...(engine ? [{ name: "engine", start: () => engine.start(), stop: () => engine.stop() }] : []),
+    // Role `store` (with OpenSearch and Kafka): indexes the observations topic.
+    ...(observationBackend.storeRole ? [observationBackend.storeRole] : []),
     ...(jobScheduler ? [jobScheduler] : []),
     // The source before the bridge and stopped after it: no publish finds it not taking yet, or gone.
     ...(mqtt?.source ? [mqtt.source] : []),
@@ -412,7 +419,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     registry.close();
     ruleCache?.close();
     jobs.close();
-    await find.close();
+    await observationBackend.close();
     await relay?.stop();
     await stores.close();
   };
