@@ -16,11 +16,18 @@ const isObject = (v: unknown): v is Json => v !== null && typeof v === "object" 
  * - the fields later versions added are left out: `extended_stats`' population and sampling
  *   variants (7.9), `geo_centroid.count`;
  * - `_shards` counts one shard per thing type searched, as the embedded evaluator does;
+ * - an aggregation answers `meta` only when the request gave it one (OpenSearch answers an empty
+ *   one for an aggregation a shard rewrote to match nothing);
  * - a sort value of Long.MIN_VALUE/MAX_VALUE (the sentinel of a long field a hit lacks) is
  *   written whole, as a bigint (`findJson`).
  */
-export function fromOpenSearch(body: Json, layout: IndexLayout, answer: { size: number; shards: number }): Json {
+export function fromOpenSearch(
+  body: Json,
+  layout: IndexLayout,
+  answer: { size: number; shards: number; aggs: unknown },
+): Json {
   const out = fix(body, layout, undefined) as Json;
+  if (isObject(out.aggregations) && isObject(answer.aggs)) withoutAddedMeta(out.aggregations, answer.aggs);
   const hits = out.hits;
   if (answer.size === 0 && isObject(hits) && hits.max_score === null) hits.max_score = 0;
   out._shards = { total: answer.shards, successful: answer.shards, skipped: 0, failed: 0 };
@@ -80,4 +87,19 @@ function sortValue(v: unknown): unknown {
   if (v === LONG_EDGE) return 9223372036854775807n;
   if (v === -LONG_EDGE) return -9223372036854775808n;
   return v;
+}
+
+/** Drops the `meta` of each answered aggregation whose request has none, at every level. */
+function withoutAddedMeta(answered: Json, requested: Json): void {
+  for (const [name, def] of Object.entries(requested)) {
+    const out = answered[name];
+    if (!isObject(out) || !isObject(def)) continue;
+    if (def.meta === undefined) delete out.meta;
+    const subs = def.aggs ?? def.aggregations;
+    if (!isObject(subs)) continue;
+    const buckets = out.buckets;
+    // A bucket aggregation's sub-aggregations are in each bucket; a single-bucket one's beside its doc_count.
+    const holders = Array.isArray(buckets) ? buckets : isObject(buckets) ? Object.values(buckets) : [out];
+    for (const b of holders) if (isObject(b)) withoutAddedMeta(b, subs);
+  }
 }

@@ -77,7 +77,8 @@ export function openSearchFind(options: OpenSearchFindOptions): FindRunner {
         throw refusal(failure?.status ?? 500, { error: failure?.reason }, budgetMs);
       }
       if (result.timed_out === true || performance.now() - started > budgetMs) throw timeBudgetExceeded(budgetMs);
-      return findJson(fromOpenSearch(result, layout, { size: plan.size, shards: types.length }));
+      const aggs = body.aggs ?? body.aggregations;
+      return findJson(fromOpenSearch(result, layout, { size: plan.size, shards: types.length, aggs }));
     },
     search: (request, now, docs, shards, caller) => things.search(request, now, docs, shards, caller),
     close: () => things.close(),
