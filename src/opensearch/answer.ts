@@ -1,4 +1,5 @@
 import { answeredIndex, parseIndex, type IndexLayout } from "./indices.js";
+import { ID_FIELD } from "./mapping.js";
 
 type Json = Record<string, unknown>;
 
@@ -77,8 +78,11 @@ function hit(h: Json, layout: IndexLayout): Json {
   out._type = "observation";
   for (const [k, e] of Object.entries(h)) {
     if (k === "_index" || k === "_type") continue;
-    // `_source` is the document as stored: nothing in it is an answer's field to change.
-    out[k] = k === "sort" && Array.isArray(e) ? e.map(sortValue) : e;
+    // `_source` is the document as stored (without the id it carries for exports): nothing in it is changed.
+    if (k === "_source" && isObject(e) && ID_FIELD in e) {
+      const { [ID_FIELD]: _id, ...document } = e;
+      out[k] = document;
+    } else out[k] = k === "sort" && Array.isArray(e) ? e.map(sortValue) : e;
   }
   return out;
 }

@@ -84,13 +84,18 @@ export function errorOf(body: unknown): { type: string | undefined; reason: stri
   const error = (body as { error?: unknown } | undefined)?.error;
   if (typeof error === "string") return { type: undefined, reason: error };
   if (error === null || typeof error !== "object") return { type: undefined, reason: JSON.stringify(body ?? null) };
-  const e = error as { type?: unknown; reason?: unknown; root_cause?: unknown; caused_by?: unknown };
-  const root = Array.isArray(e.root_cause)
-    ? (e.root_cause[0] as { type?: unknown; reason?: unknown } | undefined)
-    : undefined;
-  // The root cause of a search phase failure is the clause it failed on; its caused_by says why.
-  const cause = e.caused_by as { type?: unknown; reason?: unknown } | undefined;
-  const pick = root ?? cause ?? e;
+  const e = error as {
+    type?: unknown;
+    reason?: unknown;
+    root_cause?: unknown;
+    caused_by?: unknown;
+    failed_shards?: unknown;
+  };
+  type Cause = { type?: unknown; reason?: unknown };
+  const first = (v: unknown): Cause | undefined => (Array.isArray(v) ? (v[0] as Cause | undefined) : undefined);
+  // A search that failed on every shard says why in each shard's failure; else the root cause says it.
+  const shard = first(e.failed_shards) as { reason?: Cause } | undefined;
+  const pick = shard?.reason ?? first(e.root_cause) ?? (e.caused_by as Cause | undefined) ?? e;
   return {
     type: typeof pick.type === "string" ? pick.type : typeof e.type === "string" ? e.type : undefined,
     reason: typeof pick.reason === "string" ? pick.reason : typeof e.reason === "string" ? e.reason : "no reason given",

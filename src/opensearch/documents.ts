@@ -7,8 +7,8 @@ import { ID_FIELD } from "./mapping.js";
 /**
  * An observation as a `_bulk` item: the document FIND answers in `_source` (the embedded
  * store's: thingName, thingType, domain, timestamp, state, nested), in its thing type's index of
- * its period, under `id`, which the document also carries in `dmsId` (mapped, kept out of
- * `_source`) for exports to page by.
+ * its period, under `id`, which the document also carries in `dmsId` for exports to page by
+ * (answers leave it out).
  */
 export function bulkItem(layout: IndexLayout, id: string, d: ObservationDocument): BulkItem {
   const { thingName, thingType, domain, timestamp, state, nested } = d;

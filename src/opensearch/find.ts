@@ -91,7 +91,6 @@ const REQUEST_ERRORS = new Set([
   "query_shard_exception",
   "illegal_argument_exception",
   "number_format_exception",
-  "search_phase_execution_exception",
   "too_many_buckets_exception",
   "aggregation_execution_exception",
   "x_content_parse_exception",
@@ -102,7 +101,8 @@ function refusal(status: number, body: unknown, budgetMs: number): ApiError {
   const { type, reason } = errorOf(body);
   if (type === "task_cancelled_exception") return timeBudgetExceeded(budgetMs);
   if (status === 400 || (type !== undefined && REQUEST_ERRORS.has(type))) return badQuery(`OpenSearch: ${reason}`);
-  if (status === 429) return unavailable(`OpenSearch is busy: ${reason}`);
+  // Busy, or a shard not (yet) started: the same request may succeed in a moment.
+  if (status === 429 || status === 503) return unavailable(`OpenSearch cannot answer now: ${type ?? status} ${reason}`);
   return new ApiError("INTERNAL_ERROR", `OpenSearch could not answer: ${type ?? status} ${reason}`);
 }
 

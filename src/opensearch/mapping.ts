@@ -27,7 +27,12 @@ export function indexTemplate(
   };
 }
 
-/** The field that orders an export's pages after the timestamp: the document id, kept out of `_source`. */
+/**
+ * The field that orders an export's pages after the timestamp: the document id, as a keyword with
+ * doc values (no `_id` field data is loaded). It is in `_source`, which OpenSearch then keeps as
+ * the bytes it was sent (a `_source` filter in the mapping would store it re-serialized, its keys
+ * out of order); answers leave it out.
+ */
 export const ID_FIELD = "dmsId";
 
 /** The mapping of a thing type's indices (also what a new resource adds to its current indices). */
@@ -36,7 +41,6 @@ export function typeMapping(resources: readonly ResourceDefinition[]): Record<st
     dynamic: true,
     date_detection: false,
     numeric_detection: false,
-    _source: { excludes: [ID_FIELD] },
     properties: {
       [ID_FIELD]: { type: "keyword" },
       timestamp: { type: "date", format: "strict_date_optional_time||epoch_millis" },

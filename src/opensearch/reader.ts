@@ -5,7 +5,7 @@ import { ID_FIELD } from "./mapping.js";
 
 interface Hit {
   _id: string;
-  _source: { thingName?: unknown; timestamp?: unknown };
+  _source: { thingName?: unknown; [field: string]: unknown };
   sort: [number, string];
 }
 
@@ -48,6 +48,9 @@ export class OpenSearchExportReader implements ExportReader {
       },
     );
     const hits = (body as { hits: { hits: Hit[] } }).hits.hits;
-    return hits.map((h) => [h.sort[1], h.sort[0], String(h._source.thingName), JSON.stringify(h._source)]);
+    return hits.map((h) => {
+      const { [ID_FIELD]: _id, ...document } = h._source;
+      return [h.sort[1], h.sort[0], String(document.thingName), JSON.stringify(document)];
+    });
   }
 }
