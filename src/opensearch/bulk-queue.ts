@@ -2,6 +2,12 @@ import type { Logger } from "../observability/index.js";
 import type { OpenSearchClient } from "./client.js";
 import { sendBulk, type BulkItem, type RefusedItem } from "./bulk.js";
 
+/**
+ * Bytes of documents one `_bulk` carries at most, whatever their number: OpenSearch refuses a
+ * request over its `http.max_content_length` (100 MB by default), and a large one holds its heap.
+ */
+const MAX_BULK_BYTES = 10 * 1024 * 1024;
+
 export interface BulkQueueOptions {
   client: OpenSearchClient;
   /** Documents one `_bulk` carries at most (`OPENSEARCH_BULK_SIZE`). */
@@ -95,7 +101,7 @@ export class BulkQueue {
   private async drain(): Promise<void> {
     const { client, maxItems, refresh, logger } = this.options;
     while (this.queue.length > 0 && !this.stopped) {
-      const taken = this.queue.slice(0, maxItems);
+      const taken = this.queue.slice(0, this.fitting(maxItems));
       this.queue = this.queue.slice(taken.length);
       let again: Entry[] | undefined;
       try {
@@ -131,6 +137,18 @@ export class BulkQueue {
         await this.sleep(delay);
       }
     }
+  }
+
+  /** How many of the first `maxItems` waiting documents fit in one request's bytes (at least one). */
+  private fitting(maxItems: number): number {
+    let bytes = 0;
+    let n = 0;
+    while (n < Math.min(maxItems, this.queue.length)) {
+      bytes += this.queue[n]!.item.source.length + 100;
+      if (n > 0 && bytes > MAX_BULK_BYTES) break;
+      n++;
+    }
+    return n;
   }
 
   private backoff(): number {

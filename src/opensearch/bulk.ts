@@ -27,7 +27,8 @@ interface BulkAnswer {
 
 /**
  * Sends one `_bulk` of `index` operations (an observation indexed again under its id, a
- * replay's, replaces itself). The request failing as a whole (unreachable, 429, 5xx) rejects:
+ * replay's, replaces itself); one over the server's request size goes in halves. The request
+ * failing as a whole (unreachable, 429, 5xx) rejects:
  * the caller sends it all again. Items failing with 429 or 5xx are to be sent again; any other
  * item failure is the document's own and final.
  */
@@ -40,6 +41,23 @@ export async function sendBulk(
   for (const it of items) ndjson += `${JSON.stringify({ index: { _index: it.index, _id: it.id } })}\n${it.source}\n`;
   const path = refresh ? `/_bulk?refresh=${refresh}` : "/_bulk";
   const answer = await client.call("POST", path, { ndjson });
+  if (answer.status === 413) {
+    // Over the server's request size: halves go on their own; a single document that large is refused.
+    if (items.length === 1) {
+      return {
+        retry: [],
+        refused: [
+          { item: items[0]!, type: "request_too_large", reason: "the document is over OpenSearch's request size" },
+        ],
+      };
+    }
+    const half = Math.ceil(items.length / 2);
+    const [a, b] = [
+      await sendBulk(client, items.slice(0, half), refresh),
+      await sendBulk(client, items.slice(half), refresh),
+    ];
+    return { retry: [...a.retry, ...b.retry], refused: [...a.refused, ...b.refused] };
+  }
   if (answer.status !== 200) {
     const { type, reason } = errorOf(answer.body);
     throw new OpenSearchUnavailable(`OpenSearch _bulk answered ${answer.status} ${type ?? ""}: ${reason}`);
