@@ -155,6 +155,59 @@ describe("the store role", () => {
     ]);
   });
 
+  it("indexes what POST /observations hands the engine (no topic in between), searchable once answered", async () => {
+    const at = DAY0 + 200 * MINUTE;
+    const res = await t.call("POST", "/observations", {
+      user: "admin",
+      body: [
+        { thingName: "t1", timestamp: at, state: { temp: 7, latlng: "59.91,10.75" } },
+        { thingName: "ghost", timestamp: at, state: {} },
+      ],
+    });
+    expect(res.status).toBe(200);
+    expect((await json(res)).accepted).toBe(1);
+    const answer = await find({ ...findAll, query: { range: { timestamp: { gte: at } } } });
+    expect(answer.hits.total).toBe(1);
+    expect(answer.hits.hits[0]).toMatchObject({
+      _index: "observations-10",
+      _source: { thingName: "t1", timestamp: at, state: { temp: 7, latlng: "59.91,10.75" } },
+    });
+    // `latlng` is a geo point to OpenSearch whatever its form.
+    const near = await find({
+      size: 0,
+      query: {
+        bool: {
+          filter: [
+            { range: { timestamp: { gte: at } } },
+            { geo_distance: { distance: "1km", "state.latlng": { lat: 59.91, lon: 10.75 } } },
+          ],
+        },
+      },
+    });
+    expect(near.hits.total).toBe(1);
+  });
+
+  it("retention drops the indices older than the cutoff and deletes the older documents of the one it cuts", async () => {
+    const day = Date.parse("2020-01-01T00:00:00Z");
+    const old = (timestamp: number) => ({
+      document: { thingName: "e1", thingType: "20", domain: "east", timestamp, state: { power: 1 } },
+    });
+    const store = t.dms.services.observations;
+    await store.insertBatch([0, 1, 2].map((h) => old(day + h * 3_600_000)));
+    await store.insertBatch([old(day + 86_400_000), old(day + 86_400_000 + 12 * 3_600_000)]);
+    expect(await store.deleteOlderThan(day + 86_400_000 + 6 * 3_600_000, 1000)).toBe(4);
+    const left = await find({
+      size: 10,
+      sort: [{ timestamp: "asc" }],
+      query: { range: { timestamp: { gte: day, lt: day + 2 * 86_400_000 } } },
+    });
+    expect(left.hits.hits.map((h: { _source: { timestamp: number } }) => h._source.timestamp)).toEqual([
+      day + 86_400_000 + 12 * 3_600_000,
+    ]);
+    const indices = await fetch(`${url}/_cat/indices/${prefix}-20-2020*?format=json&h=index`).then((r) => r.json());
+    expect(indices).toEqual([{ index: `${prefix}-20-2020.01.02` }]);
+  });
+
   it("an export reads its rows from OpenSearch, in time order, page after page", async () => {
     const res = await t.call("POST", "/observations/export/jobs", {
       user: "alice",
