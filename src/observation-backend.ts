@@ -76,6 +76,7 @@ export function openObservationBackend(config: Config, deps: ObservationBackendD
       flushMs: config.OPENSEARCH_FLUSH_MS,
     },
     findBudgetMs: config.DMS_FIND_TIMEOUT_MS,
+    findThreads: config.DMS_FIND_THREADS,
     things: embedded,
     topic:
       brokers && config.roles.has("store")

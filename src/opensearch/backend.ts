@@ -48,6 +48,8 @@ export interface OpenSearchBackendDeps {
   clock: () => number;
   /** FIND's budget (`DMS_FIND_TIMEOUT_MS`). */
   findBudgetMs: number;
+  /** Threads that plan FIND requests (`DMS_FIND_THREADS`). */
+  findThreads: number;
   /** The embedded runner, which still searches the registry's documents (`/things/find`). */
   things: FindRunner;
   /** Absent without Kafka: the engine then indexes every observation itself. */
@@ -114,7 +116,13 @@ export function openSearchBackend(deps: OpenSearchBackendDeps): OpenSearchBacken
     store: store(true),
     engineStore: store(false),
     reader: new OpenSearchExportReader(client, layout),
-    find: openSearchFind({ client, layout, budgetMs: deps.findBudgetMs, things: deps.things }),
+    find: openSearchFind({
+      client,
+      layout,
+      budgetMs: deps.findBudgetMs,
+      planThreads: deps.findThreads,
+      things: deps.things,
+    }),
     indexer,
     close: async () => {
       unfollow();

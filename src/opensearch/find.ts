@@ -1,3 +1,5 @@
+import { fileURLToPath } from "node:url";
+import { Piscina } from "piscina";
 import { ApiError } from "../errors/index.js";
 import {
   FIND_LIMITS,
@@ -13,6 +15,7 @@ import {
 import { errorOf, OpenSearchUnavailable, type OpenSearchClient } from "./client.js";
 import { fromOpenSearch } from "./answer.js";
 import { allPattern, typePattern, type IndexLayout } from "./indices.js";
+import { planTask, type PlanOutcome, type PlanTask } from "./plan-worker.js";
 import { toOpenSearch } from "./translate.js";
 
 export interface OpenSearchFindOptions {
@@ -20,6 +23,8 @@ export interface OpenSearchFindOptions {
   layout: IndexLayout;
   /** Milliseconds a request may take (`DMS_FIND_TIMEOUT_MS`). */
   budgetMs: number;
+  /** Threads that plan requests (`DMS_FIND_THREADS`); 0 plans on this thread (tests). */
+  planThreads: number;
   /** `/things/find` searches the registry's documents in memory: the embedded runner does it. */
   things: FindRunner;
 }
@@ -38,13 +43,22 @@ const MAX_INDEX_LIST = 3000;
  */
 export function openSearchFind(options: OpenSearchFindOptions): FindRunner {
   const { client, layout, budgetMs, things } = options;
+  const planner = options.planThreads > 0 ? threadPlanner(options.planThreads, budgetMs) : undefined;
   return {
     async find(request, now, scope) {
+      const deadline = Date.now() + budgetMs;
+      // Checked here without recursion, so that no request can overflow the stack of the clone to a thread.
       checkJsonDepth(request, FIND_LIMITS.jsonDepth);
-      const plan = planFind(request, now, { fieldTypes: scope.fieldTypes });
       const types = scope.thingTypes;
       // Nothing to search: the embedded answer of no observations, aggregations of nothing included.
-      if (types.length === 0) return findJson(await runFind(NO_OBSERVATIONS, plan, { thingTypes: [] }));
+      if (types.length === 0) {
+        const plan = planFind(request, now, { fieldTypes: scope.fieldTypes });
+        return findJson(await runFind(NO_OBSERVATIONS, plan, { thingTypes: [] }));
+      }
+      const task: PlanTask = { request, now, fieldTypes: scope.fieldTypes };
+      const plan = planner ? await planner.plan(task, deadline) : planTask(task);
+      if ("error" in plan)
+        throw new ApiError(plan.error.messageKey, plan.error.message, plan.error.property, plan.status);
       const body = toOpenSearch(request as Json, now);
       const query: Json = { bool: { must: [body.query], filter: [{ terms: { thingType: [...types] } }] } };
       const listed = types.map((t) => typePattern(layout, t)).join(",");
@@ -53,14 +67,13 @@ export function openSearchFind(options: OpenSearchFindOptions): FindRunner {
         "rest_total_hits_as_int=true",
         "ignore_unavailable=true",
         "allow_no_indices=true",
-        `cancel_after_time_interval=${budgetMs}ms`,
+        `cancel_after_time_interval=${Math.max(1, deadline - Date.now())}ms`,
       ].join("&");
-      const started = performance.now();
       let answer;
       try {
         answer = await client.call("POST", `/${indices}/_search?${params}`, {
           json: { ...body, query, track_total_hits: true },
-          signal: AbortSignal.timeout(budgetMs),
+          signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
         });
       } catch (err) {
         if (err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError"))
@@ -76,12 +89,49 @@ export function openSearchFind(options: OpenSearchFindOptions): FindRunner {
         const failure = shards?.failures?.[0];
         throw refusal(failure?.status ?? 500, { error: failure?.reason }, budgetMs);
       }
-      if (result.timed_out === true || performance.now() - started > budgetMs) throw timeBudgetExceeded(budgetMs);
+      if (result.timed_out === true || Date.now() > deadline) throw timeBudgetExceeded(budgetMs);
       const aggs = body.aggs ?? body.aggregations;
+
       return findJson(fromOpenSearch(result, layout, { size: plan.size, shards: types.length, aggs }));
     },
     search: (request, now, docs, shards, caller) => things.search(request, now, docs, shards, caller),
-    close: () => things.close(),
+    close: async () => {
+      await planner?.close();
+      await things.close();
+    },
+  };
+}
+
+/** How long an idle planning thread lives: a new one loads and compiles the planner again. */
+const THREAD_IDLE_MS = 15 * 60_000;
+/** Requests waiting for a planning thread; each also leaves at its budget, so this is a memory bound only. */
+const MAX_QUEUE = 1000;
+
+/**
+ * Plans on threads of their own, as the embedded runner does, so that no request (1,000 patterns
+ * to compile) holds the service's thread; a planning past the budget ends its thread.
+ */
+function threadPlanner(threads: number, budgetMs: number) {
+  const pool = new Piscina<PlanTask, PlanOutcome>({
+    filename: fileURLToPath(new URL("./plan-worker.mjs", import.meta.url)),
+    minThreads: 0,
+    maxThreads: threads,
+    idleTimeout: THREAD_IDLE_MS,
+    maxQueue: MAX_QUEUE,
+  });
+  return {
+    async plan(task: PlanTask, deadline: number): Promise<PlanOutcome> {
+      try {
+        return await pool.run(task, { signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())) });
+      } catch (err) {
+        if (err instanceof Error && (err.name === "AbortError" || err.name === "TimeoutError"))
+          throw timeBudgetExceeded(budgetMs);
+        if (err instanceof Error && err.message === "Task queue is at limit")
+          throw badQuery(`${MAX_QUEUE} queries are waiting already; retry when they are answered`);
+        throw err;
+      }
+    },
+    close: () => pool.destroy(),
   };
 }
 

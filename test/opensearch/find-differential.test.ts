@@ -88,7 +88,7 @@ describe("FIND on OpenSearch answers what the embedded evaluator answers", () =>
       docs.map((document, i) => ({ id: String(i + 1), document })),
     );
     things = createFindRunner({ source: undefined, reader: embedded.reader, threads: 0, budgetMs: BUDGET_MS });
-    os = openSearchFind({ client: new OpenSearchClient(url), layout, budgetMs: BUDGET_MS, things });
+    os = openSearchFind({ client: new OpenSearchClient(url), layout, budgetMs: BUDGET_MS, planThreads: 0, things });
   }, OPENSEARCH_START_TIMEOUT_MS);
   afterAll(async () => {
     await os?.close();

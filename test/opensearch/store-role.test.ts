@@ -113,6 +113,17 @@ describe("the store role", () => {
     expect(await t.dms.services.stores.observations.store.count()).toBe(0);
     // Every one is committed, once indexed.
     await until(async () => (await committed(topic)) === 30, 10_000, "offsets committed");
+    // Planned on a FIND thread before it goes: refused as the embedded evaluator refuses it.
+    const refused = await t.call("POST", "/observations/find", {
+      user: "alice",
+      body: { query: { query: { bool: { filter: [findAll.query, { not_a_query: {} }] } } } },
+    });
+    expect(refused.status).toBe(400);
+    expect(await json(refused)).toEqual({
+      messageKey: "INVALID_ARGUMENTS",
+      message: "Property query is invalid: unsupported query [not_a_query]",
+      property: "query",
+    });
     // A reader of one thing type sees its own only.
     const eastie = await find({ size: 0, query: findAll.query }, "eastie");
     expect(eastie.hits.total).toBe(10);
