@@ -1,4 +1,5 @@
 import type { Config } from "./config/index.js";
+import type { ObservationStore } from "./observations/index.js";
 import type { RetentionTarget } from "./store/index.js";
 import type { Stores } from "./stores.js";
 
@@ -8,7 +9,10 @@ import type { Stores } from "./stores.js";
  */
 export function retentionTargets(
   config: Config,
-  stores: Pick<Stores, "observations" | "deadLetters" | "events" | "jobs">,
+  stores: Pick<Stores, "deadLetters" | "events" | "jobs"> & {
+    /** The store observations are kept in: the database's (`stores.observations`) or OpenSearch's. */
+    observations: { store: Pick<ObservationStore, "deleteOlderThan"> };
+  },
 ): RetentionTarget[] {
   const { observations, deadLetters, events, jobs } = stores;
   return [

@@ -18,6 +18,7 @@ export type { Component, Dms, Services, StartOptions } from "./wiring/index.js";
  * | `scheduler` | the export schedules, the retention sweeper, the jobs' timers         |
  * | `mqtt`      | the device MQTT bridge (jobs and observations of devices)             |
  * | `proxy`     | the TCP proxy and its control interface                               |
+ * | `store`     | with `OPENSEARCH_URL` and Kafka: indexes the observations topic        |
  */
 export async function startDms(config: Config, options: StartOptions = {}): Promise<Dms> {
   const capabilities = await buildCapabilities(config, options);

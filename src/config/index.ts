@@ -3,7 +3,7 @@ import { availableParallelism } from "node:os";
 import { z } from "zod";
 
 /** Every part of dms that one process can run; `DMS_ROLES` picks a subset. */
-export const ROLES = ["api", "engine", "actions", "proxy", "mqtt", "scheduler"] as const;
+export const ROLES = ["api", "engine", "actions", "proxy", "mqtt", "scheduler", "store"] as const;
 export type Role = (typeof ROLES)[number];
 
 const PORT = "expected a port number 0-65535";
@@ -84,6 +84,22 @@ const schema = z.object({
   KAFKA_TOPIC_PARTITIONS: z.coerce.number().int().min(1).max(10_000).default(6),
   KAFKA_TOPIC_REPLICATION: z.coerce.number().int().min(1).max(100).default(1),
   SCHEMA_REGISTRY_URL: optionalUrl,
+  // Observations in OpenSearch instead of the database when set (docs/opensearch.md): the `store` role
+  // indexes the observations topic, FIND and exports read OpenSearch.
+  OPENSEARCH_URL: optionalUrl,
+  // Indices are <prefix>-<thing type>-<period>; the index templates are named after the prefix too.
+  OPENSEARCH_INDEX_PREFIX: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9._-]*$/, "lower-case letters, digits, '.', '_' and '-', not starting with a symbol")
+    .max(100)
+    .default("dms-observations"),
+  // How much time one index holds: a day (YYYY.MM.DD), a month (YYYY.MM) or a year (YYYY).
+  OPENSEARCH_INDEX_PERIOD: z.enum(["day", "month", "year"]).default("day"),
+  OPENSEARCH_INDEX_REPLICAS: z.coerce.number().int().min(0).max(10).default(1),
+  // Observations the store role sends in one _bulk request at most.
+  OPENSEARCH_BULK_SIZE: z.coerce.number().int().min(1).max(100_000).default(5000),
+  // How long the store role waits for more observations to fill a _bulk request (0: sends what it has at once).
+  OPENSEARCH_FLUSH_MS: z.coerce.number().int().min(0).max(60_000).default(200),
   MQTT_URL: optionalUrl,
   DMS_MQTT_PORT: port.default(1884),
   SMTP_URL: optionalUrl,

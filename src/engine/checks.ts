@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { ObservationColumnsBuilder, StateText } from "../observations/index.js";
+import { readGeoPoint, type LonLat } from "./compile/index.js";
 import { MAX_DEAD_LETTER_PAYLOAD, type DeadLetter, type DeadLetterReason } from "./dead-letters/index.js";
 import type { Ingested } from "./decode.js";
 import type { ThingInfo } from "./things.js";
@@ -19,6 +20,21 @@ export function wrongType(
     if (check !== undefined && !check(state[k])) return k;
   }
   return undefined;
+}
+
+const scratch: LonLat = [0, 0];
+
+/**
+ * The resource of a known thing's observation that does not fit its declaration (`latlng` when it
+ * is not a geo point), or undefined: what the engine refuses as `wrong-type`, for a reader of the
+ * same observations that does not evaluate them (the OpenSearch store role).
+ */
+export function wrongTypeOf(
+  state: Record<string, unknown>,
+  checks: ReadonlyMap<string, (value: unknown) => boolean>,
+): string | undefined {
+  const latlng = state.latlng;
+  return wrongType(state, checks, latlng !== undefined && latlng !== null && !readGeoPoint(latlng, scratch));
 }
 
 /** `kafka:<topic>:<partition>:<offset>` for Kafka (the same on replay); a generated one otherwise. */

@@ -44,7 +44,7 @@ export {
   type EngineOptions,
   type Rejected,
 } from "./engine.js";
-export { deadLetter } from "./checks.js";
+export { deadLetter, observationId, wrongTypeOf } from "./checks.js";
 export { MemoryStateStore, PgStateStore, SqliteStateStore, stateMigrations, statePgMigrations } from "./state/index.js";
 export {
   SqliteDeadLetterStore,
@@ -52,13 +52,14 @@ export {
   deadLetterMigrations,
   deadLetterPgMigrations,
   DEAD_LETTER_REASONS,
+  MAX_DEAD_LETTER_PAYLOAD,
   type DeadLetterReason,
   type DeadLetter,
   type DeadLetterStore,
   type StoredDeadLetter,
 } from "./dead-letters/index.js";
 export { resourceChecks, type ThingInfo, type ThingResolver } from "./things.js";
-export { createEngineService, engineMigrations, type EngineService } from "./service.js";
+export { createEngineService, engineMigrations, streamDecoder, type EngineService } from "./service.js";
 export { KafkaObservationSource, type KafkaSourceOptions } from "./sources/kafka.js";
 export { chunkDecoder, engineFeed, type ChunkDecoder } from "./feed.js";
 export { HttpObservationSource, type HttpIngestResult } from "./sources/http.js";

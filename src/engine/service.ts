@@ -12,7 +12,7 @@ import type { Migration } from "../store/index.js";
 import type { ThingRegistry } from "../things/index.js";
 import { deadLetterMigrations, type DeadLetterStore } from "./dead-letters/index.js";
 import { decodeValue, type Ingested, type WireDecoder } from "./decode.js";
-import { chunkDecoder, engineFeed } from "./feed.js";
+import { chunkDecoder, engineFeed, type ChunkDecoder } from "./feed.js";
 import { RuleEngine, type BatchResult, type HandledBatch } from "./engine.js";
 import type { ObservationIngest } from "./ingest.js";
 import type { ObservationSource } from "./sources/source.js";
@@ -104,7 +104,7 @@ export function createEngineService(deps: EngineDeps): EngineService {
   });
   ruleCount = () => engine.ruleCount;
 
-  const decode = chunkDecoder(config.SCHEMA_REGISTRY_URL ? wireDecoder(config.SCHEMA_REGISTRY_URL) : undefined);
+  const decode = streamDecoder(config.SCHEMA_REGISTRY_URL);
   const timed = async (batch: readonly Ingested[]): Promise<HandledBatch> => {
     const end = counters.batch.startTimer();
     try {
@@ -218,6 +218,11 @@ export function createEngineService(deps: EngineDeps): EngineService {
       for (const off of unsubscribe.splice(0)) off();
     },
   };
+}
+
+/** How a stream's messages are decoded: JSON, or with a schema registry its wire format too. */
+export function streamDecoder(schemaRegistryUrl: string | undefined): ChunkDecoder {
+  return chunkDecoder(schemaRegistryUrl ? wireDecoder(schemaRegistryUrl) : undefined);
 }
 
 function wireDecoder(host: string): WireDecoder {

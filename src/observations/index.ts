@@ -12,7 +12,17 @@ export {
 // The layout of the observation file, for tools and benchmarks that read it with SQL of their own.
 export { dayOf, partitionTable, DAY_MS } from "./partitions.js";
 export { openObservations, OBSERVATIONS_FILE, type OpenedObservations } from "./open.js";
-export { SqliteObservationReader, type ObservationReader, type CandidateRow, type ExportRow } from "./reader.js";
+export {
+  SqliteObservationReader,
+  MIN_TS,
+  MAX_TS,
+  type ObservationReader,
+  type CandidateRow,
+  type ExportPageRow,
+  type ExportPosition,
+  type ExportReader,
+  type ExportRow,
+} from "./reader.js";
 export { PgObservationStore, createDayPartitions, observationPgMigrations } from "./pg-store.js";
 export { PgObservationReader } from "./pg-reader.js";
 export { openObservationReader, type ReaderSource } from "./source.js";
@@ -24,6 +34,10 @@ export {
   declaredFieldTypes,
   findJson,
   FIND_LIMITS,
+  dateRangeBounds,
+  badQuery,
+  checkJsonDepth,
+  timeBudgetExceeded,
   type Doc,
   type FieldTypes,
   type FindPlan,

@@ -1,7 +1,14 @@
 import Cursor from "pg-cursor";
 import type { PoolClient } from "pg";
 import type { PgPool } from "../store/index.js";
-import type { CandidateFilter, CandidateRow, CandidateVisitor, ExportRow, ObservationReader } from "./reader.js";
+import type {
+  CandidateFilter,
+  CandidateRow,
+  CandidateVisitor,
+  ExportPosition,
+  ExportRow,
+  ObservationReader,
+} from "./reader.js";
 import { clamp } from "./reader.js";
 import { DOCUMENT_SQL } from "./rows.js";
 
@@ -61,7 +68,7 @@ export class PgObservationReader implements ObservationReader {
     scope: { thingType?: string; things?: readonly string[] },
     from: number,
     to: number,
-    after: { ts: number; id: number },
+    after: ExportPosition,
     limit: number,
   ): Promise<ExportRow[]> {
     const byType = scope.thingType !== undefined;
@@ -75,7 +82,7 @@ export class PgObservationReader implements ObservationReader {
         Math.max(clamp(from), clamp(after.ts)),
         clamp(to),
         clamp(after.ts),
-        after.id,
+        Number(after.id),
         byType ? scope.thingType : [...(scope.things ?? [])],
         limit,
       ],

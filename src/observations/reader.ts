@@ -21,6 +21,30 @@ export type CandidateRow = [id: number, thingType: string, doc: string];
 /** A row of an export page: id, timestamp, thing name, document JSON. */
 export type ExportRow = [id: number, ts: number, thingName: string, doc: string];
 
+/**
+ * A row of an export page as any reader answers it: its id is the reader's own (a row id in the
+ * databases, a document id in OpenSearch), which goes back to the reader in `ExportPosition`.
+ */
+export type ExportPageRow = [id: number | string, ts: number, thingName: string, doc: string];
+
+/** Where the next export page starts: after the row of this timestamp and id, in (ts, id) order. */
+export interface ExportPosition {
+  ts: number;
+  id: number | string;
+}
+
+/** What exports read of the observations: a database's reader (`ObservationReader`), or OpenSearch's. */
+export interface ExportReader {
+  /** One page of an export in (ts, id) order after the given position, so a long export reads in short requests. */
+  exportPage(
+    scope: { thingType?: string; things?: readonly string[] },
+    from: number,
+    to: number,
+    after: ExportPosition,
+    limit: number,
+  ): Promise<ExportPageRow[]>;
+}
+
 export interface CandidateFilter {
   tsFrom: number;
   tsTo: number;
@@ -62,7 +86,7 @@ export type DocumentLoader = (ids: readonly number[]) => Map<number, string>;
  * checks its time budget on each; the filters of `CandidateFilter` are all a reader
  * applies, and it applies them exactly: the query tests every other clause.
  */
-export interface ObservationReader {
+export interface ObservationReader extends ExportReader {
   /** Rows in the window and scope, at most `limit` (unordered). */
   candidates(f: CandidateFilter, limit: number): Promise<CandidateRow[]>;
   /**
@@ -88,7 +112,7 @@ export interface ObservationReader {
     scope: { thingType?: string; things?: readonly string[] },
     from: number,
     to: number,
-    after: { ts: number; id: number },
+    after: ExportPosition,
     limit: number,
   ): Promise<ExportRow[]>;
   close(): Promise<void>;
@@ -305,7 +329,7 @@ export class SqliteObservationReader implements ObservationReader {
     scope: { thingType?: string; things?: readonly string[] },
     from: number,
     to: number,
-    after: { ts: number; id: number },
+    after: ExportPosition,
     limit: number,
   ): ExportRow[] {
     const byType = scope.thingType !== undefined;
@@ -322,7 +346,7 @@ export class SqliteObservationReader implements ObservationReader {
          WHERE ts >= ? AND ts < ? AND (ts > ? OR id > ?) AND ${where}
          ORDER BY ts, id LIMIT ?`;
       });
-      const rows = stmt.all(lower, upper, after.ts, after.id, scopeArg, limit - out.length) as ExportRow[];
+      const rows = stmt.all(lower, upper, after.ts, Number(after.id), scopeArg, limit - out.length) as ExportRow[];
       for (const row of rows) out.push(row);
       if (out.length >= limit) break;
     }

@@ -21,12 +21,12 @@ import { createMailer, type Mailer } from "../mail/index.js";
 import { createLogger, createMetrics, type Logger, type Metrics } from "../observability/index.js";
 import {
   createExports,
-  createFindRunner,
   type Exports,
   type FindRunner,
   type ObservationReader,
   type ObservationStore,
 } from "../observations/index.js";
+import { openObservationBackend, type ObservationBackend } from "./observation-backend.js";
 import { Readiness } from "../readiness/index.js";
 import { createRules, type Rules } from "../rules/index.js";
 import { createSearch, type SearchIndex } from "../search/index.js";
@@ -77,9 +77,14 @@ export interface Capabilities {
   readonly mailer: Mailer;
   readonly rules: Rules;
   readonly events: EventStore;
+  /** Where observations are kept: the database's store, or OpenSearch's with `OPENSEARCH_URL`. */
   readonly observations: ObservationStore;
+  /** The database's reader of its observations (FIND and exports read through `find` and `exports`). */
   readonly observationReader: ObservationReader;
+  /** FIND: evaluated off the main thread, or answered by OpenSearch; each request within its time budget. */
   readonly find: FindRunner;
+  /** The observation store chosen by configuration, with what the engine writes and the `store` role. */
+  readonly observationBackend: ObservationBackend;
   readonly exports: Exports;
   readonly jobs: ThingJobs;
   readonly thingJobs: JobsService;
@@ -153,19 +158,22 @@ export async function buildCapabilities(config: Config, options: StartOptions): 
     allowPrivateWebhooks: config.DMS_WEBHOOK_ALLOW_PRIVATE,
   });
   const events = stores.events;
-  const opened = stores.observations;
-  const observations = opened.store;
-  const observationReader = opened.reader;
-  const find = createFindRunner({
-    source: opened.source,
-    reader: observationReader,
-    threads: config.DMS_FIND_THREADS,
-    budgetMs: config.DMS_FIND_TIMEOUT_MS,
-    columnCacheBytes: config.DMS_FIND_COLUMN_CACHE_MB * 1024 * 1024,
+  const observationReader = stores.observations.reader;
+  const observationBackend = openObservationBackend(config, {
+    opened: stores.observations,
+    registry,
+    bus,
+    deadLetters: stores.deadLetters,
+    logger,
+    metrics: metrics.registry,
+    readiness,
+    clock,
   });
+  const observations = observationBackend.store;
+  const find = observationBackend.find;
   const exports = createExports({
     store: stores.exports,
-    reader: observationReader,
+    reader: observationBackend.reader,
     registry,
     mailer,
     logger,
@@ -232,6 +240,7 @@ export async function buildCapabilities(config: Config, options: StartOptions): 
     events,
     observations,
     observationReader,
+    observationBackend,
     find,
     exports,
     jobs,

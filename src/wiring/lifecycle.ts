@@ -21,7 +21,7 @@ export async function startParts(
   parts: Parts,
   services: Services,
 ): Promise<Dms> {
-  const { readiness, logger, metrics, credentials, authenticate, publicUrl, search, registry, jobs, find, bus } =
+  const { readiness, logger, metrics, credentials, authenticate, publicUrl, search, registry, jobs, bus } =
     capabilities;
   const { relay, stores } = capabilities;
   const { components, ruleCache } = parts;
@@ -42,7 +42,7 @@ export async function startParts(
     registry.close();
     ruleCache?.close();
     jobs.close();
-    await find.close();
+    await capabilities.observationBackend.close();
     // What the last registry changes started (job executions) is written before the stores close.
     await bus.settled();
     await relay?.stop();

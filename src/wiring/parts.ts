@@ -45,7 +45,7 @@ export async function partsForRoles(config: Config, options: StartOptions, capab
     readiness,
     bus,
     registry,
-    observations,
+    observationBackend,
     clock,
     identity,
     actions,
@@ -70,7 +70,7 @@ export async function partsForRoles(config: Config, options: StartOptions, capab
           readiness,
           bus,
           registry,
-          observations,
+          observations: observationBackend.engineStore,
           clock,
           domainPath: (id) => identity.pathOf(id),
           sink: actionSink(options, actions),
@@ -81,7 +81,7 @@ export async function partsForRoles(config: Config, options: StartOptions, capab
 
   const retention = roles.has("scheduler")
     ? new RetentionSweeper({
-        targets: retentionTargets(config, stores),
+        targets: retentionTargets(config, { ...stores, observations: observationBackend }),
         clock,
         logger,
         registry: metrics.registry,
@@ -131,6 +131,8 @@ export async function partsForRoles(config: Config, options: StartOptions, capab
         ]
       : []),
     ...(engine ? [{ name: "engine", start: () => engine.start(), stop: () => engine.stop() }] : []),
+    // Role `store` (with OpenSearch and Kafka): indexes the observations topic.
+    ...(observationBackend.storeRole ? [observationBackend.storeRole] : []),
     ...(jobScheduler ? [jobScheduler] : []),
     // The source before the bridge and stopped after it: no publish finds it not taking yet, or gone.
     ...(mqtt?.source ? [mqtt.source] : []),

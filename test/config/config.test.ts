@@ -18,7 +18,7 @@ describe("configuration from environment variables", () => {
     expect(config.DMS_HTTP_PORT).toBe(8080);
     expect(config.DMS_DATA_DIR).toBe("./data");
     expect(config.DMS_PUBLIC_URL).toBe("http://localhost:8080");
-    expect([...config.roles]).toEqual(["api", "engine", "actions", "proxy", "mqtt", "scheduler"]);
+    expect([...config.roles]).toEqual(["api", "engine", "actions", "proxy", "mqtt", "scheduler", "store"]);
     expect(config.DMS_FIND_COLUMN_CACHE_MB).toBe(320);
   });
 

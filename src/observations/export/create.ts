@@ -3,7 +3,7 @@ import type { Mailer } from "../../mail/index.js";
 import type { Logger } from "../../observability/index.js";
 import { storagePath, type UrlSigner } from "../../signing/index.js";
 import type { ThingRegistry } from "../../things/index.js";
-import type { ObservationReader } from "../reader.js";
+import type { ExportReader } from "../reader.js";
 import { localExportFiles, type ExportFiles } from "./files.js";
 import { ExportRunner } from "./runner.js";
 import { ExportScheduler } from "./scheduler.js";
@@ -13,7 +13,7 @@ import type { ExportStore } from "./store.js";
 export interface ExportDeps {
   /** Where export jobs and their executions are kept. */
   store: ExportStore;
-  reader: ObservationReader;
+  reader: ExportReader;
   registry: ThingRegistry;
   mailer: Mailer;
   logger: Logger;

@@ -4,7 +4,7 @@ import { setImmediate as yieldToLoop } from "node:timers/promises";
 import { createGzip } from "node:zlib";
 import type { Mailer } from "../../mail/index.js";
 import type { Logger } from "../../observability/index.js";
-import type { ObservationReader } from "../reader.js";
+import type { ExportPosition, ExportReader } from "../reader.js";
 import type { ExportFiles } from "./files.js";
 import type { ExportStore } from "./store.js";
 import type { ExportExecution, ExportJob } from "./types.js";
@@ -14,7 +14,7 @@ const PAGE_ROWS = 5000;
 
 export interface RunnerDeps {
   store: ExportStore;
-  reader: ObservationReader;
+  reader: ExportReader;
   files: ExportFiles;
   mailer: Mailer;
   logger: Logger;
@@ -144,7 +144,7 @@ export class ExportRunner {
     try {
       await put(csvLine(["timestamp", "thingName", ...job.resources]));
       const scope = job.thingType !== undefined ? { thingType: job.thingType } : { things: job.things ?? [] };
-      let after = { ts: -8_640_000_000_000_000, id: 0 };
+      let after: ExportPosition = { ts: -8_640_000_000_000_000, id: 0 };
       for (;;) {
         if (this.cancelled.has(e.id)) throw new Cancelled();
         const rows = await this.deps.reader.exportPage(scope, e.windowFrom, e.windowTo, after, PAGE_ROWS);

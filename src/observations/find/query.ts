@@ -367,26 +367,8 @@ function compileRange(body: unknown, ctx: QueryContext, required: boolean): Matc
   const lowerRaw = spec.gte ?? spec.gt ?? spec.from;
   const upperRaw = spec.lte ?? spec.lt ?? spec.to;
   const boost = spec.boost === undefined ? 1 : numberAt(spec.boost, `range.${field}.boost`);
-  const date = isDateField(field);
-  const format = spec.format === undefined ? undefined : parseFormat(stringAt(spec.format, "range.format"));
-  if (spec.format !== undefined && !format)
-    throw badQuery(`[range.${field}.format] [${String(spec.format)}] is not supported`);
-  const zone = spec.time_zone === undefined ? UTC : parseZone(stringAt(spec.time_zone, "range.time_zone"));
-  if (!zone) throw badQuery(`[range.${field}.time_zone] [${String(spec.time_zone)}] is not known`);
-
-  if (date) {
-    const fmt: DateFormat = format ?? DEFAULT_DATE_FORMAT;
-    const bound = (v: unknown, roundUp: boolean): number | undefined => {
-      if (v === undefined || v === null) return undefined;
-      const t = parseDateMath(v, fmt, zone as Zone, ctx.now, roundUp);
-      if (t === undefined) throw badQuery(`[range.${field}] cannot parse date [${String(v)}]`);
-      return t;
-    };
-    // ES rounds up for gt and lte, down for gte and lt.
-    const lo = bound(lowerRaw, !lowerInclusive);
-    const hi = bound(upperRaw, upperInclusive);
-    const min = lo === undefined ? -Infinity : lowerInclusive ? lo : lo + 1;
-    const max = hi === undefined ? Infinity : upperInclusive ? hi : hi - 1;
+  if (isDateField(field)) {
+    const { min, max } = dateRangeBounds(field, spec, ctx.now);
     if (required && field === "timestamp") {
       ctx.pushdown.tsFrom = Math.max(ctx.pushdown.tsFrom, min);
       ctx.pushdown.tsTo = Math.min(ctx.pushdown.tsTo, max);
@@ -396,6 +378,7 @@ function compileRange(body: unknown, ctx: QueryContext, required: boolean): Matc
     }
     return valueClause(field, (v) => typeof v === "number" && v >= min && v <= max, boost);
   }
+  checkFormatAndZone(field, spec);
   const cmp = (bound: unknown): ((v: unknown) => number | undefined) => {
     const n = toNumber(bound);
     if (n !== undefined) return (v) => (typeof v === "number" ? v - n : typeof v === "string" ? undefined : undefined);
@@ -416,6 +399,40 @@ function compileRange(body: unknown, ctx: QueryContext, required: boolean): Matc
     return true;
   };
   return valueClause(field, inRange, boost);
+}
+
+/** A range's `format` and `time_zone`, refused when not understood (a range on any field names them). */
+function checkFormatAndZone(field: string, spec: Json): { format: DateFormat | undefined; zone: Zone } {
+  const format = spec.format === undefined ? undefined : parseFormat(stringAt(spec.format, "range.format"));
+  if (spec.format !== undefined && !format)
+    throw badQuery(`[range.${field}.format] [${String(spec.format)}] is not supported`);
+  const zone = spec.time_zone === undefined ? UTC : parseZone(stringAt(spec.time_zone, "range.time_zone"));
+  if (!zone) throw badQuery(`[range.${field}.time_zone] [${String(spec.time_zone)}] is not known`);
+  return { format, zone };
+}
+
+/**
+ * The epoch milliseconds a `range` on a date field spans, both ends included (-Infinity and
+ * Infinity where it is open), as ES 5.6 reads the bounds: in their `format` and `time_zone`, date
+ * math from `now`, rounding up for `gt` and `lte` and down for `gte` and `lt`.
+ */
+export function dateRangeBounds(field: string, spec: Json, now: number): { min: number; max: number } {
+  const lowerInclusive = spec.gte !== undefined || (spec.gt === undefined && spec.include_lower !== false);
+  const upperInclusive = spec.lte !== undefined || (spec.lt === undefined && spec.include_upper !== false);
+  const { format, zone } = checkFormatAndZone(field, spec);
+  const fmt: DateFormat = format ?? DEFAULT_DATE_FORMAT;
+  const bound = (v: unknown, roundUp: boolean): number | undefined => {
+    if (v === undefined || v === null) return undefined;
+    const t = parseDateMath(v, fmt, zone, now, roundUp);
+    if (t === undefined) throw badQuery(`[range.${field}] cannot parse date [${String(v)}]`);
+    return t;
+  };
+  const lo = bound(spec.gte ?? spec.gt ?? spec.from, !lowerInclusive);
+  const hi = bound(spec.lte ?? spec.lt ?? spec.to, upperInclusive);
+  return {
+    min: lo === undefined ? -Infinity : lowerInclusive ? lo : lo + 1,
+    max: hi === undefined ? Infinity : upperInclusive ? hi : hi - 1,
+  };
 }
 
 // ---------------------------------------------------------------- geo

@@ -31,7 +31,7 @@ export function histogramRun(
   source: HistogramValues,
 ): Answer {
   const minDocCount = body.min_doc_count === undefined ? 0 : intAt(body.min_doc_count, `${b.where}.min_doc_count`);
-  const order = parseOrder(body.order, b.where, [{ path: "_key", desc: false }]);
+  const order = parseOrder(body.order, b.where, [{ path: "_key", desc: false }], b.subs);
   const keyed = body.keyed === true;
   /** From the buckets of the values met: empty buckets, min_doc_count, order, keys, whatever holds them. */
   const answer = <S>(h: Holder<S>, groups: Map<number, Bucket<S>>): Output => {

@@ -5,7 +5,7 @@ import type { Bucket, Holder } from "./holder.js";
 
 export type Order = { path: string; desc: boolean }[];
 
-export function parseOrder(v: unknown, where: string, fallback: Order): Order {
+export function parseOrder(v: unknown, where: string, fallback: Order, subs: readonly { name: string }[]): Order {
   if (v === undefined) return fallback;
   const items = Array.isArray(v) ? v : [v];
   return items.map((item) => {
@@ -13,6 +13,10 @@ export function parseOrder(v: unknown, where: string, fallback: Order): Order {
     if (entries.length !== 1) throw badQuery(`[${where}.order] each entry must name one key`);
     const [path, dir] = entries[0]!;
     if (dir !== "asc" && dir !== "desc") throw badQuery(`[${where}.order.${path}] must be asc or desc`);
+    // A sub-aggregation the order names must exist, whatever the data: ES refuses the request before it runs.
+    const name = path.split(".")[0]!;
+    if (!["_key", "_term", "_count"].includes(path) && !subs.some((s) => s.name === name))
+      throw badQuery(`[order] names unknown aggregation [${name}]`);
     return { path: path === "_term" ? "_key" : path, desc: dir === "desc" };
   });
 }

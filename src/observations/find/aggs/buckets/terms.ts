@@ -35,7 +35,7 @@ export const terms: Builder = (body, b) => {
   const minDocCount = body.min_doc_count === undefined ? 1 : intAt(body.min_doc_count, `${b.where}.min_doc_count`);
   if (minDocCount === 0)
     throw badQuery(`[${b.where}.min_doc_count] 0 is not supported: terms of unmatched observations are not listed`);
-  const order = parseOrder(body.order, b.where, [{ path: "_count", desc: true }]);
+  const order = parseOrder(body.order, b.where, [{ path: "_count", desc: true }], b.subs);
   // ES's IncludeExclude takes both as regular expressions or both as lists of terms, never a mix.
   if (
     body.include !== undefined &&
