@@ -246,3 +246,10 @@ function short(v: unknown): string {
   const s = JSON.stringify(v);
   return s === undefined ? "undefined" : s.length > 120 ? `${s.slice(0, 120)}…` : s;
 }
+
+/** The answer with its hits in `_id` order: for hits that tie, whose order is not defined. */
+export function hitsById(body: unknown): unknown {
+  const answer = body as { hits: { hits: { _id: string }[] } };
+  const hits = [...answer.hits.hits].sort((a, b) => (a._id < b._id ? -1 : a._id > b._id ? 1 : 0));
+  return { ...answer, hits: { ...answer.hits, hits } };
+}

@@ -8,6 +8,7 @@ import {
   openSearchEngine,
   toOpenSearch,
   type EngineAnswer,
+  hitsById,
 } from "./engines.js";
 import { CORPUS, GEO_FIELDS, REFUSALS } from "./queries.js";
 import { OBSERVATION_BACKENDS } from "../backends.js";
@@ -88,10 +89,3 @@ describe.each(OBSERVATION_BACKENDS)("FIND on $name answers what OpenSearch answe
     expect(CORPUS.length + REFUSALS.length).toBeGreaterThanOrEqual(200);
   });
 });
-
-/** The answer with its hits in `_id` order: for hits that tie, whose order is not defined. */
-function hitsById(body: unknown): unknown {
-  const answer = body as { hits: { hits: { _id: string }[] } };
-  const hits = [...answer.hits.hits].sort((a, b) => (a._id < b._id ? -1 : a._id > b._id ? 1 : 0));
-  return { ...answer, hits: { ...answer.hits, hits } };
-}
