@@ -248,7 +248,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     mailer,
     logger,
     clock,
-    dataDir: config.DMS_DATA_DIR,
+    files: stores.exportFiles,
     signer,
     metrics: metrics.registry,
   });

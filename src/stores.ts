@@ -41,8 +41,11 @@ import {
   PgObservationStore,
   SqliteExportStore,
   exportPgMigrations,
+  localExportFiles,
   observationPgMigrations,
   openObservations,
+  PgExportFiles,
+  type ExportFiles,
   type ExportStore,
   type OpenedObservations,
 } from "./observations/index.js";
@@ -72,6 +75,8 @@ export interface SeamStores {
   /** File contents and their metadata. */
   files: FileStore;
   exports: ExportStore;
+  /** The files export executions write, downloaded through signed URLs. */
+  exportFiles: ExportFiles;
   /** The engine's state; built only in the engine's process (undefined elsewhere). */
   state: StateStore | undefined;
   /** The observation store with its reader (FIND and exports). */
@@ -135,6 +140,8 @@ export function openSqliteStores({ config, engine, clock }: StoresOptions): Stor
       clock,
     }),
     exports: new SqliteExportStore(db),
+    // An in-memory database's export files go to a throw-away directory.
+    exportFiles: localExportFiles(dataDir === ":memory:" ? mkdtempSync(join(tmpdir(), "dms-exports-")) : dataDir),
     state: engine ? new SqliteStateStore(db, { writerThread: config.DMS_ENGINE_STATE_THREAD }) : undefined,
     observations,
     keys: dataDir === ":memory:" ? new MemoryKeyStore() : new FileKeyStore(dataDir),
@@ -171,6 +178,8 @@ const PG_SEAMS: { [K in keyof SeamStores]: PgSeam<K> } = {
     open: (pool, o) => new PgFileStore({ pool, metadata: new PgFileMetadataStore(pool), clock: o.clock }),
   },
   exports: { migrations: exportPgMigrations, open: (pool) => new PgExportStore(pool) },
+  // The export tables' migrations come with `exports`.
+  exportFiles: { migrations: [], open: (pool) => new PgExportFiles(pool) },
   state: { migrations: statePgMigrations, open: (pool) => PgStateStore.open(pool) },
   keys: { migrations: keysPgMigrations, open: (pool) => new PgKeyStore(pool) },
   observations: {
@@ -207,6 +216,7 @@ export async function openPgStores(url: string, options: StoresOptions): Promise
       busEvents: await open("busEvents"),
       files: await open("files"),
       exports: await open("exports"),
+      exportFiles: await open("exportFiles"),
       state: options.engine ? await open("state") : undefined,
       observations: await open("observations"),
       keys: await open("keys"),

@@ -8,5 +8,6 @@ export { ExportService } from "./service.js";
 export { ExportRunner } from "./runner.js";
 export { ExportScheduler } from "./scheduler.js";
 export { SqliteExportStore } from "./sqlite-store.js";
-export { localExportFiles, type ExportFiles } from "./files.js";
+export { localExportFiles, type ExportFiles, type ExportFileWriter } from "./files.js";
+export { PgExportFiles, EXPORT_CHUNK_BYTES } from "./pg-files.js";
 export { createExports, type ExportDeps, type Exports } from "./create.js";

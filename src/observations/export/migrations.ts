@@ -93,4 +93,25 @@ export const exportPgMigrations: PgMigration[] = [
       );
     `,
   },
+  {
+    // Export files (`PgExportFiles`): the bytes of each write as chunks, and which write is each execution's file.
+    id: "observations-004-export-files",
+    up: `
+      CREATE TABLE export_file_chunks (
+        write_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        data BYTEA NOT NULL,
+        written_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        PRIMARY KEY (write_id, seq)
+      );
+      -- Gzip already: no TOAST compression of it.
+      ALTER TABLE export_file_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
+      CREATE TABLE export_files (
+        execution_id TEXT PRIMARY KEY,
+        write_id TEXT NOT NULL,
+        size BIGINT NOT NULL
+      );
+      CREATE INDEX export_files_write ON export_files(write_id);
+    `,
+  },
 ];

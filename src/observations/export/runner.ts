@@ -123,7 +123,7 @@ export class ExportRunner {
     if (
       !(await store.transition(id, "SUCCEEDED", { completion: this.now(), engineMs, dataScanned: written.scanned }))
     ) {
-      this.deps.files.remove(id);
+      await this.deps.files.remove(id);
       return;
     }
     this.deps.onEnd?.("SUCCEEDED", written.rows);
@@ -169,12 +169,12 @@ export class ExportRunner {
       }
       gzip.end();
       await done;
-      out.commit();
+      await out.commit();
       return { scanned, rows: written };
     } catch (err) {
       gzip.destroy(err instanceof Error ? err : new Error(String(err)));
       await done.catch(() => undefined);
-      out.abort();
+      await out.abort();
       throw err;
     }
   }
