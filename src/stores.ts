@@ -33,6 +33,7 @@ import {
 } from "./files/index.js";
 import { FileKeyStore, MemoryKeyStore, PgKeyStore, keysPgMigrations, type KeyStore } from "./keys/index.js";
 import { PgJobStore, SqliteJobStore, jobsPgMigrations, type JobStore } from "./jobs/index.js";
+import { FileLockStore, MemoryLockStore, PgLockStore, type LockStore } from "./locks/index.js";
 import { migrations } from "./migrations.js";
 import type { Logger } from "./observability/index.js";
 import {
@@ -83,6 +84,8 @@ export interface SeamStores {
   observations: OpenedObservations;
   /** The keys the service generates for itself (token, URL signing and device secret keys). */
   keys: KeyStore;
+  /** Mutual exclusion with the other processes on the same database (provisioning). */
+  locks: LockStore;
 }
 
 export interface Stores extends SeamStores {
@@ -145,6 +148,7 @@ export function openSqliteStores({ config, engine, clock }: StoresOptions): Stor
     state: engine ? new SqliteStateStore(db, { writerThread: config.DMS_ENGINE_STATE_THREAD }) : undefined,
     observations,
     keys: dataDir === ":memory:" ? new MemoryKeyStore() : new FileKeyStore(dataDir),
+    locks: dataDir === ":memory:" ? new MemoryLockStore() : new FileLockStore(dataDir),
     busWakeup: undefined,
     ping: async () => {
       db.prepare("SELECT 1").get();
@@ -182,6 +186,7 @@ const PG_SEAMS: { [K in keyof SeamStores]: PgSeam<K> } = {
   exportFiles: { migrations: [], open: (pool) => new PgExportFiles(pool) },
   state: { migrations: statePgMigrations, open: (pool) => PgStateStore.open(pool) },
   keys: { migrations: keysPgMigrations, open: (pool) => new PgKeyStore(pool) },
+  locks: { migrations: [], open: (pool) => new PgLockStore(pool) },
   observations: {
     migrations: observationPgMigrations,
     open: async (pool, o) => ({
@@ -220,6 +225,7 @@ export async function openPgStores(url: string, options: StoresOptions): Promise
       state: options.engine ? await open("state") : undefined,
       observations: await open("observations"),
       keys: await open("keys"),
+      locks: await open("locks"),
     };
     return {
       ...stores,

@@ -65,8 +65,9 @@ describe("the store backend chosen once, by configuration", () => {
         exports,
         exportFiles,
       };
-      const made = classes({ ...seams, state: stores.state, observations: stores.observations, keys: stores.keys });
-      expect(Object.keys(made)).toHaveLength(15);
+      const { state, observations, keys, locks } = stores;
+      const made = classes({ ...seams, state, observations, keys, locks });
+      expect(Object.keys(made)).toHaveLength(16);
       for (const [seam, name] of Object.entries(made)) expect(name, seam).toMatch(/^Pg/);
       await stores.ping();
       await stores.keys.key("jwt-secret");
