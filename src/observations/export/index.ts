@@ -1,6 +1,6 @@
 export { exportMigrations, exportPgMigrations } from "./migrations.js";
 export { PgExportStore } from "./pg-store.js";
-export type { ExportStore, StoredJob, ExportPage, ExecutionProgress } from "./store.js";
+export type { ExportStore, StoredJob, ExportPage, ExecutionProgress, ExecutionClaim } from "./store.js";
 export { executionDetail, summary, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./service.js";
 export { parseCron, CronError, type Cron } from "./cron.js";
 export type { ExportJob, ExportExecution, ListQuery } from "./types.js";

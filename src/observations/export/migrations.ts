@@ -44,6 +44,14 @@ export const exportMigrations: Migration[] = [
       );
     `,
   },
+  {
+    // Which runner an open execution is for, until when (epoch ms): see ExecutionClaim.
+    id: "observations-005-export-claims",
+    up: `
+      ALTER TABLE export_executions ADD COLUMN claimed_by TEXT;
+      ALTER TABLE export_executions ADD COLUMN lease_until INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 /**
@@ -112,6 +120,13 @@ export const exportPgMigrations: PgMigration[] = [
         size BIGINT NOT NULL
       );
       CREATE INDEX export_files_write ON export_files(write_id);
+    `,
+  },
+  {
+    id: "observations-005-export-claims",
+    up: `
+      ALTER TABLE export_executions ADD COLUMN claimed_by TEXT,
+        ADD COLUMN lease_until TIMESTAMPTZ NOT NULL DEFAULT 'epoch';
     `,
   },
 ];

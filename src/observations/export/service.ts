@@ -173,7 +173,8 @@ export class ExportService {
       windowFrom: from,
       windowTo: to,
     };
-    await this.deps.store.insertExecution(e);
+    // Queued in this process's runner, which holds it: no other process's takes it while this one lives.
+    await this.deps.store.insertExecution(e, this.deps.runner.claim());
     this.deps.runner.enqueue(e.id);
     return (await this.deps.store.execution(e.id))!;
   }
