@@ -117,10 +117,29 @@ describe("a cluster of three dms processes", () => {
   const node = (i: 1 | 2 | 3): ClusterNode => nodes[i - 1]!;
   const as = (i: 1 | 2 | 3): NodeClient => admin.at(node(i).url);
 
-  it("shares identity and keys: a token that node 1 issued is good on nodes 2 and 3", async () => {
+  it("shares identity and keys: a token that node 1 issued is good on nodes 2 and 3, its refresh token once on any", async () => {
     for (const i of [2, 3] as const) {
       expect((await as(i).ok("GET", "/admin/things/c007")).thingName).toBe("c007");
     }
+    const post = (i: 1 | 2 | 3, path: string, body: unknown): Promise<Response> =>
+      fetch(`${node(i).url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": API_KEY },
+        body: JSON.stringify(body),
+      });
+    const login = (await (await post(1, "/auth/login", { userName: "admin", password: "admin-pw" })).json()) as {
+      credentials: { refreshToken: string };
+    };
+    const refreshToken = login.credentials.refreshToken;
+    const refreshed = await post(2, "/auth/refresh", { refreshToken });
+    expect(refreshed.status).toBe(200);
+    const { credentials } = (await refreshed.json()) as { credentials: { token: string } };
+    const described = await fetch(`${node(3).url}/admin/things/c007`, {
+      headers: { "x-api-key": API_KEY, authorization: credentials.token },
+    });
+    expect(described.status).toBe(200);
+    // Used up on node 2: presented again on node 3, it is refused.
+    expect((await post(3, "/auth/refresh", { refreshToken })).status).toBe(401);
   });
 
   it("shows a rule created on node 1 on nodes 2 and 3 within a second, and every engine runs it", async () => {
@@ -257,6 +276,13 @@ describe("a cluster of three dms processes", () => {
     node(2).start();
     await node(2).ready();
     await produceRounds(ROUNDS_WHILE_FAILING, ROUNDS);
+    // Back in the group, node 2 takes a share of the partitions again.
+    await until(
+      async () => (await consumedPartitions(node(2).url, shared.observationsTopic)).size > 0,
+      30_000,
+      "node 2 consuming again",
+      200,
+    );
 
     const want = expectedTriggers([HOOK_RULE], stream);
     const wantEvents = expectedTriggers([EVENT_RULE], stream);
