@@ -102,6 +102,10 @@ describe("a cluster of three dms processes", () => {
 
   afterAll(async () => {
     await Promise.all((nodes ?? []).map((n) => n.stop()));
+    for (const n of nodes ?? []) {
+      const problems = n.problems();
+      console.log(`cluster: node ${n.index} logged ${problems.length} warnings and errors`, problems.slice(0, 10));
+    }
     await producer?.disconnect();
     const topics = kafka?.admin();
     if (topics) {

@@ -91,6 +91,21 @@ export class ClusterNode {
     clearTimeout(timer);
   }
 
+  /** The warnings and errors every run of the node logged (pino levels 40 and up). */
+  problems(): string[] {
+    const lines: string[] = [];
+    for (let run = 1; run <= this.runs; run++) {
+      let text: string;
+      try {
+        text = readFileSync(join(this.dir, `dms.log.${run}`), "utf8");
+      } catch {
+        continue;
+      }
+      for (const line of text.split("\n")) if (/^\{"level":[4-6]0,/.test(line)) lines.push(`run ${run}: ${line}`);
+    }
+    return lines;
+  }
+
   /** The last lines of the current run's log, for a failure message. */
   tail(lines = 30): string {
     try {
@@ -112,8 +127,6 @@ export function nodeEnv(shared: ClusterEnv, port: number): Record<string, string
     DMS_WEBHOOK_ALLOW_PRIVATE: "true",
     DMS_FIND_THREADS: "1",
     DMS_LOG_LEVEL: "info",
-    // Timed checkpoints often, so that a crash replays little; a rebalance checkpoints anyway.
-    DMS_ENGINE_CHECKPOINT_MS: "1000",
     KAFKA_BROKERS: shared.brokers,
     KAFKA_OBSERVATIONS_TOPIC: shared.observationsTopic,
     KAFKA_EVENTS_TOPIC: shared.eventsTopic,
