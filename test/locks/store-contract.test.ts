@@ -14,6 +14,8 @@ interface LockBackend {
   pair(): Promise<[LockStore, LockStore]>;
   /** Leaves the lock `name` held by a process that is gone. */
   holdAndDie(name: string): Promise<void>;
+  /** Leaves the lock `name` as a previous process left it whose pid this process has now; none where that cannot be. */
+  holdAsPreviousSelf?(name: string): void;
 }
 
 const databases: PgDatabase[] = [];
@@ -66,7 +68,11 @@ function fileBackend(): LockBackend {
     async holdAndDie(name) {
       // A pid that was a process's and is no more.
       const gone = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"]).stdout.toString();
-      writeFileSync(join(dir, `${name}.lock`), gone);
+      writeFileSync(join(dir, `${name}.lock`), `${gone} a-token`);
+    },
+    holdAsPreviousSelf(name) {
+      // A container restarted: the same pid, another process.
+      writeFileSync(join(dir, `${name}.lock`), `${process.pid} the-previous-process`);
     },
   };
 }
@@ -102,4 +108,14 @@ describe.each([pgBackend(), fileBackend()])("lock store contract: $name", (backe
     const got = await Promise.race([a.exclusive("d", async () => "taken"), sleep(5000).then(() => "still held")]);
     expect(got).toBe("taken");
   });
+
+  it.runIf(backend.holdAsPreviousSelf !== undefined)(
+    "takes over a lock a previous process with this process's pid left",
+    async () => {
+      backend.holdAsPreviousSelf!("s");
+      const [a] = await backend.pair();
+      const got = await Promise.race([a.exclusive("s", async () => "taken"), sleep(5000).then(() => "still held")]);
+      expect(got).toBe("taken");
+    },
+  );
 });
