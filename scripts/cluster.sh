@@ -10,14 +10,14 @@
 # Node i has its data dir, pid file and log under $CLUSTER_DIR/node-i and its own ports:
 #   REST 3000+i, proxy control 3100+i, MQTT 3200+i, proxy devices 3300+i (all shifted by CLUSTER_PORT_BASE)
 #   proxy sessions 41000+50(i-1) .. +49 (shifted by CLUSTER_PROXY_PORT_BASE)
-# The nodes share DMS_JWT_SECRET (yours, or one generated once into $CLUSTER_DIR) and the device
-# credentials' server key (generated once there, copied into each data dir), so that a token or a
-# device secret from one node is good on every other.
+# The nodes share the service's own keys (token and URL signing, device credentials) through the
+# database, where the first node generates them, so that a token, a signed URL or a device secret
+# from one node is good on every other; a DMS_JWT_SECRET of yours is passed to every node alike.
 # `stop` leaves the data dirs, the database and the broker as they are (scripts/kafka.sh stop;
 # dropdb dms_cluster).
 #
 # Environment (all optional):
-#   CLUSTER_DIR              node dirs, shared secrets, lock          (default /tmp/dms-cluster)
+#   CLUSTER_DIR              node dirs and the lock                   (default /tmp/dms-cluster)
 #   CLUSTER_PORT_BASE        REST of node i is this + i               (default 3000)
 #   CLUSTER_PROXY_PORT_BASE  first proxy session port of node 1       (default 41000)
 #   CLUSTER_START_TIMEOUT    seconds for every node to be ready       (default 180)
@@ -108,15 +108,6 @@ node_ready() {
 
 # --- what the nodes share ------------------------------------------------------------------------
 
-# A base64url secret of 32 random bytes kept in FILE (made once).
-shared_secret() {
-  local file="$CLUSTER_DIR/$1"
-  if [[ ! -s "$file" ]]; then
-    (umask 077 && head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$file")
-  fi
-  cat "$file"
-}
-
 # DMS_DATABASE_URL, or database dms_cluster on CLUSTER_PG_SERVER, created when missing.
 database_url() {
   if [[ -n "${DMS_DATABASE_URL:-}" ]]; then
@@ -168,8 +159,6 @@ start_node() {
   mkdir -p "$dir/data"
   # The log of the run before (a killed node's, say) is kept once.
   if [[ -f "$dir/dms.log" ]]; then mv "$dir/dms.log" "$dir/dms.log.1"; fi
-  # The server key of device credentials is read from the data dir; every node gets the same one.
-  [[ -s "$dir/data/device-secret-key" ]] || (umask 077 && cp "$CLUSTER_DIR/device-secret-key" "$dir/data/device-secret-key")
   PID_FILE="$dir/dms.pid"
   # env execs the node in the same process, so the pid file holds the node's pid. From the repository
   # root, where tsx's loader resolves.
@@ -183,7 +172,6 @@ start_node() {
     DMS_PROXY_PORTS="$(proxy_ports "$i")" \
     DMS_DATABASE_URL="$DATABASE_URL" \
     KAFKA_BROKERS="$BROKERS" \
-    DMS_JWT_SECRET="$JWT_SECRET" \
     "${NODE_COMMAND[@]}")
   STARTED+=("$i")
   log "node $i starting: http://127.0.0.1:$(http_port "$i") (log $dir/dms.log)"
@@ -235,8 +223,6 @@ cmd_start() {
   trap stop_started EXIT
   DATABASE_URL="$(database_url)"
   BROKERS="$(kafka_brokers)"
-  JWT_SECRET="${DMS_JWT_SECRET:-$(shared_secret jwt-secret)}"
-  shared_secret device-secret-key >/dev/null
   node_command
   for ((i = 1; i <= n; i++)); do
     if node_pid "$i" >/dev/null; then

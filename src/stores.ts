@@ -33,6 +33,7 @@ import {
 } from "./files/index.js";
 import { FileKeyStore, MemoryKeyStore, PgKeyStore, keysPgMigrations, type KeyStore } from "./keys/index.js";
 import { PgJobStore, SqliteJobStore, jobsPgMigrations, type JobStore } from "./jobs/index.js";
+import { FileLockStore, MemoryLockStore, PgLockStore, type LockStore } from "./locks/index.js";
 import { migrations } from "./migrations.js";
 import type { Logger } from "./observability/index.js";
 import {
@@ -41,8 +42,11 @@ import {
   PgObservationStore,
   SqliteExportStore,
   exportPgMigrations,
+  localExportFiles,
   observationPgMigrations,
   openObservations,
+  PgExportFiles,
+  type ExportFiles,
   type ExportStore,
   type OpenedObservations,
 } from "./observations/index.js";
@@ -72,12 +76,16 @@ export interface SeamStores {
   /** File contents and their metadata. */
   files: FileStore;
   exports: ExportStore;
+  /** The files export executions write, downloaded through signed URLs. */
+  exportFiles: ExportFiles;
   /** The engine's state; built only in the engine's process (undefined elsewhere). */
   state: StateStore | undefined;
   /** The observation store with its reader (FIND and exports). */
   observations: OpenedObservations;
   /** The keys the service generates for itself (token, URL signing and device secret keys). */
   keys: KeyStore;
+  /** Mutual exclusion with the other processes on the same database (provisioning). */
+  locks: LockStore;
 }
 
 export interface Stores extends SeamStores {
@@ -135,9 +143,12 @@ export function openSqliteStores({ config, engine, clock }: StoresOptions): Stor
       clock,
     }),
     exports: new SqliteExportStore(db),
+    // An in-memory database's export files go to a throw-away directory.
+    exportFiles: localExportFiles(dataDir === ":memory:" ? mkdtempSync(join(tmpdir(), "dms-exports-")) : dataDir),
     state: engine ? new SqliteStateStore(db, { writerThread: config.DMS_ENGINE_STATE_THREAD }) : undefined,
     observations,
     keys: dataDir === ":memory:" ? new MemoryKeyStore() : new FileKeyStore(dataDir),
+    locks: dataDir === ":memory:" ? new MemoryLockStore() : new FileLockStore(dataDir),
     busWakeup: undefined,
     ping: async () => {
       db.prepare("SELECT 1").get();
@@ -171,8 +182,11 @@ const PG_SEAMS: { [K in keyof SeamStores]: PgSeam<K> } = {
     open: (pool, o) => new PgFileStore({ pool, metadata: new PgFileMetadataStore(pool), clock: o.clock }),
   },
   exports: { migrations: exportPgMigrations, open: (pool) => new PgExportStore(pool) },
+  // The export tables' migrations come with `exports`.
+  exportFiles: { migrations: [], open: (pool) => new PgExportFiles(pool) },
   state: { migrations: statePgMigrations, open: (pool) => PgStateStore.open(pool) },
   keys: { migrations: keysPgMigrations, open: (pool) => new PgKeyStore(pool) },
+  locks: { migrations: [], open: (pool) => new PgLockStore(pool) },
   observations: {
     migrations: observationPgMigrations,
     open: async (pool, o) => ({
@@ -207,9 +221,11 @@ export async function openPgStores(url: string, options: StoresOptions): Promise
       busEvents: await open("busEvents"),
       files: await open("files"),
       exports: await open("exports"),
+      exportFiles: await open("exportFiles"),
       state: options.engine ? await open("state") : undefined,
       observations: await open("observations"),
       keys: await open("keys"),
+      locks: await open("locks"),
     };
     return {
       ...stores,

@@ -485,7 +485,7 @@ async function main(): Promise<void> {
     0,
   );
   const rowsPerSecond = Math.round(exportRows / (detail.engineExecutionTimeInMillis / 1000));
-  const fileBytes = exports.files.size(execution.id) ?? 0;
+  const fileBytes = (await exports.files.size(execution.id)) ?? 0;
 
   // ---- the same observations and dashboard queries in OpenSearch
   const vsOpenSearch = process.env.BENCH_FIND_OPENSEARCH === "0" ? [] : await againstOpenSearch();

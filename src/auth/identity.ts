@@ -73,8 +73,16 @@ export class Identity implements DomainPaths {
         if (fromElsewhere) identity.reloadUser(event.userName).catch(() => undefined);
       }),
     );
-    await Promise.all([identity.reloadDomains(), identity.reloadUsers(), identity.reloadApiKeys()]);
+    await identity.refresh();
     return identity;
+  }
+
+  /**
+   * Reads domains, users and API keys again from the store: what other processes changed is then
+   * known here even before the bus relays it (a process that waited for another's provisioning).
+   */
+  async refresh(): Promise<void> {
+    await Promise.all([this.reloadDomains(), this.reloadUsers(), this.reloadApiKeys()]);
   }
 
   close(): void {

@@ -178,7 +178,7 @@ export async function buildCapabilities(config: Config, options: StartOptions): 
     mailer,
     logger,
     clock,
-    dataDir: config.DMS_DATA_DIR,
+    files: stores.exportFiles,
     signer,
     metrics: metrics.registry,
   });

@@ -61,11 +61,18 @@ export async function startParts(
       options.onListening?.(url);
     }
     if (config.DMS_PROVISION && provisioning) {
-      provisioning.waiting(`reading ${config.DMS_PROVISION}`);
-      const summary = await provisionFromFile(config.DMS_PROVISION, services, ({ thingsDone, thingsTotal }) => {
-        metrics.provisioning.set({ state: "applied" }, thingsDone);
-        metrics.provisioning.set({ state: "total" }, thingsTotal);
-        provisioning.waiting(`things ${thingsDone} of ${thingsTotal} applied`);
+      const file = config.DMS_PROVISION;
+      provisioning.waiting(`waiting for other processes' provisioning`);
+      // Every node of a cluster may start with the same file: one applies it at a time, each on
+      // what the ones before it wrote (read afresh, not as far as the bus has relayed it).
+      const summary = await stores.locks.exclusive("provisioning", async () => {
+        provisioning.waiting(`reading ${file}`);
+        await capabilities.identity.refresh();
+        return provisionFromFile(file, services, ({ thingsDone, thingsTotal }) => {
+          metrics.provisioning.set({ state: "applied" }, thingsDone);
+          metrics.provisioning.set({ state: "total" }, thingsTotal);
+          provisioning.waiting(`things ${thingsDone} of ${thingsTotal} applied`);
+        });
       });
       provisioning.ready();
       logger.info({ file: config.DMS_PROVISION, ...summary, secretHashes: credentials.work }, "provisioning applied");

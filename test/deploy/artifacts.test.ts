@@ -7,16 +7,14 @@ import { loadConfig, type Config } from "../../src/config/index.js";
 const root = join(import.meta.dirname, "..", "..");
 const read = (path: string): string => readFileSync(join(root, path), "utf8");
 
-/** The secrets examples/cluster/env.example asks for, as an operator would fill them in. */
-const DOT_ENV: Record<string, string> = {
-  JWT_SECRET: "a-jwt-secret-of-32-characters-ok",
-  DEVICE_SECRET_KEY: "Zm9yLXRoZS10ZXN0LW9ubHktMzItYnl0ZXMtbG9uZy0",
-};
+/** The optional secret examples/cluster/env.example offers, as an operator would fill it in. */
+const DOT_ENV: Record<string, string> = { JWT_SECRET: "a-jwt-secret-of-32-characters-ok" };
 
 interface ComposeService {
   image?: string;
   build?: string;
   environment?: Record<string, string | number>;
+  command?: unknown;
   ports?: string[];
   volumes?: string[];
   depends_on?: Record<string, { condition: string }>;
@@ -133,10 +131,17 @@ describe("examples/cluster/docker-compose.yml", () => {
     expect(configs[0]![1].DMS_JWT_SECRET).toBe(DOT_ENV.JWT_SECRET);
   });
 
-  it("asks for the secrets rather than defaulting them", () => {
-    const node = nodes[0]![1];
-    expect(() => environment(node, { DEVICE_SECRET_KEY: "set" })).toThrow(/JWT_SECRET is not set/);
-    expect(() => environment(node, { JWT_SECRET: "set" })).toThrow(/DEVICE_SECRET_KEY is not set/);
+  it("starts without any secret of the operator's: every node then reads the keys the database holds", () => {
+    for (const [, node] of nodes) {
+      const config = loadConfig(environment(node, {}));
+      expect(config.DMS_JWT_SECRET).toBeUndefined();
+      expect(config.DMS_DATABASE_URL).toMatch(/^postgres:\/\//);
+      // The image's own command: nothing is copied into the data dir before dms starts.
+      expect(node.command).toBeUndefined();
+    }
+    const env = read("examples/cluster/env.example");
+    expect(env).toMatch(/^JWT_SECRET=$/m);
+    expect(env).not.toMatch(/DEVICE_SECRET_KEY|device-secret-key/);
   });
 });
 
@@ -199,11 +204,13 @@ describe("examples/cluster/systemd", () => {
       .filter((line) => line.startsWith(`${key}=`))
       .map((line) => line.slice(key.length + 1));
 
-  it("dms.env is an environment dms accepts once its secret is filled in", () => {
+  it("dms.env is an environment dms accepts as it is, its optional secret empty or filled in", () => {
     expect(env.DMS_JWT_SECRET).toBe("");
-    const config = loadConfig({ ...env, DMS_JWT_SECRET: DOT_ENV.JWT_SECRET });
+    const config = loadConfig(env);
+    expect(config.DMS_JWT_SECRET).toBeUndefined();
     expect(config.DMS_DATABASE_URL).toMatch(/^postgres:\/\//);
     expect(config.KAFKA_BROKERS).toBeDefined();
+    expect(loadConfig({ ...env, DMS_JWT_SECRET: DOT_ENV.JWT_SECRET! }).DMS_JWT_SECRET).toBe(DOT_ENV.JWT_SECRET);
   });
 
   it("dms.service runs node on the build as user dms, restarts on failure, stops on SIGTERM, and writes only its data dir", () => {
@@ -211,6 +218,8 @@ describe("examples/cluster/systemd", () => {
     expect(settings("User")).toEqual(["dms"]);
     expect(settings("EnvironmentFile")).toEqual(["/etc/dms/dms.env"]);
     expect(settings("ExecStart")).toEqual(["/usr/bin/node /opt/dms/dist/main.js"]);
+    // Nothing to check or copy before the start: the keys are in the database.
+    expect(settings("ExecStartPre")).toEqual([]);
     expect(settings("Restart")).toEqual(["on-failure"]);
     expect(settings("KillSignal")).toEqual(["SIGTERM"]);
     expect(settings("TimeoutStopSec")).toHaveLength(1);

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMailer } from "../../src/mail/index.js";
-import { createExports, type Exports } from "../../src/observations/index.js";
+import { createExports, localExportFiles, type Exports } from "../../src/observations/index.js";
 import { openParts, refusal, type Parts } from "../support/parts.js";
 
 /** The exports capability made from its parts on SQLite (no service, no HTTP): access rules, store, scheduler. */
@@ -23,7 +23,7 @@ beforeAll(async () => {
     mailer: createMailer(undefined, "dms@test", parts.logger),
     logger: parts.logger,
     clock: () => now,
-    dataDir,
+    files: localExportFiles(dataDir),
     signer: parts.signer,
   });
 });
@@ -56,7 +56,7 @@ describe("exports: the service on the SQLite store", () => {
     expect(exportJobExecutions).toHaveLength(1);
     expect(exportJobExecutions[0]!.status).toBe("SUCCEEDED");
     // The CSV of no rows is its header, gzipped.
-    expect(exports.files.size(exportJobExecutions[0]!.id)).toBeGreaterThan(0);
+    expect(await exports.files.size(exportJobExecutions[0]!.id)).toBeGreaterThan(0);
   });
 
   it("jobs and executions are their owner's: another user is answered NOT_FOUND", async () => {

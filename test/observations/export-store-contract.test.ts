@@ -117,9 +117,13 @@ describe.each(backends)("export store contract: $name", (backend) => {
 
   it("keeps executions in domain types, pages them per owner and job, and moves them on unless cancelled", async () => {
     await store.insertJob("alice", job("ej"), null);
-    await store.insertExecution(execution("e1", "ej"));
-    await store.insertExecution(execution("e2", "ej", { status: "RUNNING" }));
-    await store.insertExecution(execution("e3", "other", { status: "SUCCEEDED", dataScannedInBytes: 2 ** 40 }));
+    // e1's runner is gone (its claim ended at T), e2's holds it a minute longer.
+    await store.insertExecution(execution("e1", "ej"), { holder: "gone", until: T });
+    await store.insertExecution(execution("e2", "ej", { status: "RUNNING" }), { holder: "live", until: T + 60_000 });
+    await store.insertExecution(execution("e3", "other", { status: "SUCCEEDED", dataScannedInBytes: 2 ** 40 }), {
+      holder: "gone",
+      until: T,
+    });
     const e1 = await store.execution("e1");
     expect(e1).toEqual({ ...execution("e1", "ej"), seq: e1!.seq });
     expect(typeof e1!.seq).toBe("number");
@@ -137,7 +141,8 @@ describe.each(backends)("export store contract: $name", (backend) => {
       "e2",
       "e3",
     ]);
-    expect((await store.openExecutions()).map((e) => e.id)).toEqual(["e1", "e2"]);
+    expect((await store.openExecutions(T)).map((e) => e.id)).toEqual(["e1"]);
+    expect((await store.openExecutions(T + 60_000)).map((e) => e.id)).toEqual(["e1", "e2"]);
 
     expect(await store.transition("e1", "RUNNING")).toBe(true);
     expect(
@@ -160,13 +165,38 @@ describe.each(backends)("export store contract: $name", (backend) => {
       completionDateTime: "2026-03-01T10:06:00.000Z",
     });
     expect(await store.transition("none", "RUNNING")).toBe(false);
-    expect(await store.openExecutions()).toEqual([]);
+    expect(await store.openExecutions(T + 60_000)).toEqual([]);
 
     expect((await store.executionsOfJob("ej")).map((e) => e.id).sort()).toEqual(["e1", "e2"]);
     await store.deleteJob("ej");
     expect(await store.job("ej")).toBeUndefined();
     expect(await store.executionsOfJob("ej")).toEqual([]);
     expect(await store.execution("e3")).toBeDefined();
+  });
+
+  it("gives an open execution to one runner at a time, to another once its claim ends or is handed back", async () => {
+    await store.insertJob("alice", job("cj"), null);
+    await store.insertExecution(execution("c1", "cj"), { holder: "a", until: T + 10_000 });
+    await store.insertExecution(execution("c2", "cj"), { holder: "a", until: T + 10_000 });
+    expect(await store.claimExecution("c1", { holder: "b", until: T + 30_000 }, T + 5000)).toBe(false);
+    expect(await store.claimExecution("c1", { holder: "a", until: T + 30_000 }, T + 5000)).toBe(true);
+    expect(await store.execution("c1")).toMatchObject({ status: "RUNNING" });
+    // Renewed: still a's after the first claim would have ended.
+    expect((await store.renewExecutionClaims("a", T + 40_000)).sort()).toEqual(["c1", "c2"]);
+    expect(await store.claimExecution("c2", { holder: "b", until: T + 60_000 }, T + 39_999)).toBe(false);
+    expect((await store.openExecutions(T + 39_999)).map((e) => e.id)).toEqual([]);
+    // a stops renewing: b takes both once the claims end.
+    expect((await store.openExecutions(T + 40_000)).map((e) => e.id)).toEqual(["c1", "c2"]);
+    expect(await store.claimExecution("c1", { holder: "b", until: T + 70_000 }, T + 40_000)).toBe(true);
+    expect(await store.renewExecutionClaims("a", T + 80_000)).toEqual(["c2"]);
+    // Handed back (renewed for no time): the next runner need not wait.
+    expect(await store.renewExecutionClaims("a", 0)).toEqual(["c2"]);
+    expect(await store.claimExecution("c2", { holder: "b", until: T + 70_000 }, T + 40_001)).toBe(true);
+    // Finished or cancelled executions are nobody's.
+    expect(await store.transition("c1", "SUCCEEDED")).toBe(true);
+    expect(await store.transition("c2", "CANCELLED")).toBe(true);
+    expect(await store.renewExecutionClaims("b", T + 90_000)).toEqual([]);
+    expect(await store.claimExecution("c2", { holder: "b", until: T + 90_000 }, T + 40_002)).toBe(false);
   });
 
   it("gives the schedule lease to one holder at a time, to another once it expires or is handed back", async () => {
@@ -279,5 +309,44 @@ describe.each(backends)("export schedules across processes on one database: $nam
     expect(fired).toBe(1);
     await a.runner.idle();
     await b.runner.idle();
+  });
+
+  it("runs an execution in the runner that holds it; another takes it once the claim ends or is handed back", async () => {
+    const [a, b] = processes as [(typeof processes)[0], (typeof processes)[0]];
+    now = Date.parse("2026-03-01T14:00:00Z");
+    await a.store.insertJob("alice", job("held"), null);
+    const status = async (id: string): Promise<string | undefined> => (await b.store.execution(id))?.status;
+    // Queued in a's runner (a busy with another): b's resume leaves them to a.
+    for (const id of ["h1", "h2"]) {
+      await a.store.insertExecution(
+        execution(id, "held", { windowFrom: now - 3_600_000, windowTo: now }),
+        a.runner.claim(),
+      );
+    }
+    await b.runner.resume();
+    await b.runner.idle();
+    expect([await status("h1"), await status("h2")]).toEqual(["QUEUED", "QUEUED"]);
+    // a dies with h1 (its claim is never renewed): b's scheduler takes it over once the claim ends.
+    await a.store.renewExecutionClaims(a.runner.holder, now + 1000);
+    now += 1000;
+    await b.scheduler.tick();
+    await b.runner.idle();
+    expect(await status("h1")).toBe("SUCCEEDED");
+    expect(await status("h2")).toBe("SUCCEEDED");
+  });
+
+  it("a runner that stops hands its claims back: another takes them at once", async () => {
+    const [a, b] = processes as [(typeof processes)[0], (typeof processes)[0]];
+    await a.store.insertExecution(
+      execution("h3", "held", { windowFrom: now - 3_600_000, windowTo: now }),
+      a.runner.claim(),
+    );
+    await b.runner.resume();
+    await b.runner.idle();
+    expect((await b.store.execution("h3"))?.status).toBe("QUEUED");
+    await a.runner.stop();
+    await b.runner.resume();
+    await b.runner.idle();
+    expect((await b.store.execution("h3"))?.status).toBe("SUCCEEDED");
   });
 });

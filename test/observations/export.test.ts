@@ -356,7 +356,7 @@ describe("export jobs", () => {
     const job = await create({ ...instant, jobName: "gone" });
     const execs = await json(await call("GET", `/observations/export/jobs/${job.id}/executions`));
     const e = await finished(execs.exportJobExecutions[0].id);
-    expect(t.dms.services.exports.files.size(e.id)).toBeGreaterThan(0);
+    expect(await t.dms.services.exports.files.size(e.id)).toBeGreaterThan(0);
     expect((await call("DELETE", `/observations/export/jobs/${job.id}`)).status).toBe(200);
     expect(await json(await call("GET", `/observations/export/jobs/${job.id}`))).toMatchObject({
       messageKey: "EXPORT_JOB_NOT_FOUND",
@@ -364,7 +364,7 @@ describe("export jobs", () => {
     expect(await json(await call("GET", `/observations/export/executions/${e.id}`))).toMatchObject({
       messageKey: "EXPORT_EXECUTION_NOT_FOUND",
     });
-    expect(t.dms.services.exports.files.size(e.id)).toBeUndefined();
+    expect(await t.dms.services.exports.files.size(e.id)).toBeUndefined();
   });
 
   it("CANCEL interrupts a running large export; cancelling again is INVALID_ACTION", async () => {
@@ -400,7 +400,7 @@ describe("export jobs", () => {
     expect(await runningRows()).toBe(0);
     const after = await json(await call("GET", `/observations/export/executions/${id}`));
     expect(after.status).toBe("CANCELLED");
-    expect(t.dms.services.exports.files.size(id)).toBeUndefined();
+    expect(await t.dms.services.exports.files.size(id)).toBeUndefined();
     expect(await json(await call("POST", `/observations/export/executions/${id}`))).toMatchObject({
       messageKey: "INVALID_ACTION",
     });

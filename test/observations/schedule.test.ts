@@ -130,19 +130,22 @@ describe("scheduled export jobs", () => {
       // An execution left queued, as a crash would leave it.
       const { exports } = first.dms.services;
       const stored = (await exports.store.job(job.id))!;
-      await exports.store.insertExecution({
-        id: "0b9f3c1e-5a47-4a8e-9d65-7f1f2f8e9a10",
-        jobId: job.id,
-        owner: "alice",
-        status: "QUEUED",
-        submissionDateTime: new Date(now).toISOString(),
-        completionDateTime: "",
-        dataScannedInBytes: 0,
-        engineExecutionTimeInMillis: 0,
-        executionFileName: "five-left.csv",
-        windowFrom: now - 3_600_000,
-        windowTo: now,
-      });
+      await exports.store.insertExecution(
+        {
+          id: "0b9f3c1e-5a47-4a8e-9d65-7f1f2f8e9a10",
+          jobId: job.id,
+          owner: "alice",
+          status: "QUEUED",
+          submissionDateTime: new Date(now).toISOString(),
+          completionDateTime: "",
+          dataScannedInBytes: 0,
+          engineExecutionTimeInMillis: 0,
+          executionFileName: "five-left.csv",
+          windowFrom: now - 3_600_000,
+          windowTo: now,
+        },
+        { holder: "a-crashed-process", until: now },
+      );
       expect(stored.nextFire).toBeGreaterThan(now);
       await first.close();
 

@@ -50,10 +50,24 @@ describe("the store backend chosen once, by configuration", () => {
     try {
       expect(stores.backend).toBe("postgres");
       expect(stores.sqlite).toBeUndefined();
-      const { identity, things, rules, jobs, outbox, events, deadLetters, busEvents, files, exports } = stores;
-      const seams = { identity, things, rules, jobs, outbox, events, deadLetters, busEvents, files, exports };
-      const made = classes({ ...seams, state: stores.state, observations: stores.observations, keys: stores.keys });
-      expect(Object.keys(made)).toHaveLength(14);
+      const { identity, things, rules, jobs, outbox, events, deadLetters, busEvents, files, exports, exportFiles } =
+        stores;
+      const seams = {
+        identity,
+        things,
+        rules,
+        jobs,
+        outbox,
+        events,
+        deadLetters,
+        busEvents,
+        files,
+        exports,
+        exportFiles,
+      };
+      const { state, observations, keys, locks } = stores;
+      const made = classes({ ...seams, state, observations, keys, locks });
+      expect(Object.keys(made)).toHaveLength(16);
       for (const [seam, name] of Object.entries(made)) expect(name, seam).toMatch(/^Pg/);
       await stores.ping();
       await stores.keys.key("jwt-secret");

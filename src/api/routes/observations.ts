@@ -279,7 +279,7 @@ export const observationRoutes: RouteModule<ObservationDeps> = (app, services) =
   );
   app.openapi(downloadExecution, async (c) => {
     const e = await exports.service.execution(c.get("principal"), c.req.valid("param").id);
-    if (e.status !== "SUCCEEDED" || exports.files.size(e.id) === undefined) {
+    if (e.status !== "SUCCEEDED" || (await exports.files.size(e.id)) === undefined) {
       throw notFound("EXPORT_EXECUTION_NOT_FOUND", `File of export execution ${e.id} (status ${e.status})`, "id");
     }
     return c.json({ id: e.id, StorageSignedURL: exports.downloadUrl(e.id) }, 200);
@@ -289,12 +289,11 @@ export const observationRoutes: RouteModule<ObservationDeps> = (app, services) =
     const { id } = c.req.valid("param");
     exports.signer.assertSigned(c.req.raw);
     const e = await exports.store.execution(id);
-    const stream = exports.files.open(id);
-    if (!e || !stream) throw notFound("NOT_FOUND", `Export file ${id}`);
-    const size = exports.files.size(id)!;
-    return c.body(Readable.toWeb(stream) as ReadableStream, 200, {
+    const file = e && (await exports.files.open(id));
+    if (!e || !file) throw notFound("NOT_FOUND", `Export file ${id}`);
+    return c.body(Readable.toWeb(file.stream) as ReadableStream, 200, {
       "content-type": "application/gzip",
-      "content-length": String(size),
+      "content-length": String(file.size),
       "content-disposition": `attachment; filename="${e.executionFileName.replace(/["\\\r\n]/g, "_")}.gz"`,
     });
   });

@@ -4,7 +4,7 @@ import type { Logger } from "../../observability/index.js";
 import { storagePath, type UrlSigner } from "../../signing/index.js";
 import type { ThingRegistry } from "../../things/index.js";
 import type { ExportReader } from "../reader.js";
-import { localExportFiles, type ExportFiles } from "./files.js";
+import type { ExportFiles } from "./files.js";
 import { ExportRunner } from "./runner.js";
 import { ExportScheduler } from "./scheduler.js";
 import { ExportService } from "./service.js";
@@ -18,7 +18,8 @@ export interface ExportDeps {
   mailer: Mailer;
   logger: Logger;
   clock: () => number;
-  dataDir: string;
+  /** Where export files are written and read: the node's disk, or the database a cluster shares. */
+  files: ExportFiles;
   /** The service's signer of `/storage/...` URLs. */
   signer: UrlSigner;
   /** Where the export metrics are registered. */
@@ -40,7 +41,7 @@ export interface Exports {
 
 export function createExports(d: ExportDeps): Exports {
   const { store } = d;
-  const files = localExportFiles(d.dataDir);
+  const files = d.files;
   const signer = d.signer;
   const downloadPath = (id: string): string => storagePath("exports", id);
   const downloadUrl = (id: string): string => signer.signFor({ method: "GET", path: downloadPath(id) });

@@ -1,6 +1,6 @@
 export { exportMigrations, exportPgMigrations } from "./migrations.js";
 export { PgExportStore } from "./pg-store.js";
-export type { ExportStore, StoredJob, ExportPage, ExecutionProgress } from "./store.js";
+export type { ExportStore, StoredJob, ExportPage, ExecutionProgress, ExecutionClaim } from "./store.js";
 export { executionDetail, summary, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./service.js";
 export { parseCron, CronError, type Cron } from "./cron.js";
 export type { ExportJob, ExportExecution, ListQuery } from "./types.js";
@@ -8,5 +8,6 @@ export { ExportService } from "./service.js";
 export { ExportRunner } from "./runner.js";
 export { ExportScheduler } from "./scheduler.js";
 export { SqliteExportStore } from "./sqlite-store.js";
-export { localExportFiles, type ExportFiles } from "./files.js";
+export { localExportFiles, type ExportFiles, type ExportFileWriter } from "./files.js";
+export { PgExportFiles, EXPORT_CHUNK_BYTES } from "./pg-files.js";
 export { createExports, type ExportDeps, type Exports } from "./create.js";

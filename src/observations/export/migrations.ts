@@ -44,6 +44,14 @@ export const exportMigrations: Migration[] = [
       );
     `,
   },
+  {
+    // Which runner an open execution is for, until when (epoch ms): see ExecutionClaim.
+    id: "observations-005-export-claims",
+    up: `
+      ALTER TABLE export_executions ADD COLUMN claimed_by TEXT;
+      ALTER TABLE export_executions ADD COLUMN lease_until INTEGER NOT NULL DEFAULT 0;
+    `,
+  },
 ];
 
 /**
@@ -91,6 +99,34 @@ export const exportPgMigrations: PgMigration[] = [
         holder TEXT NOT NULL,
         expires_at TIMESTAMPTZ NOT NULL
       );
+    `,
+  },
+  {
+    // Export files (`PgExportFiles`): the bytes of each write as chunks, and which write is each execution's file.
+    id: "observations-004-export-files",
+    up: `
+      CREATE TABLE export_file_chunks (
+        write_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        data BYTEA NOT NULL,
+        written_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        PRIMARY KEY (write_id, seq)
+      );
+      -- Gzip already: no TOAST compression of it.
+      ALTER TABLE export_file_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
+      CREATE TABLE export_files (
+        execution_id TEXT PRIMARY KEY,
+        write_id TEXT NOT NULL,
+        size BIGINT NOT NULL
+      );
+      CREATE INDEX export_files_write ON export_files(write_id);
+    `,
+  },
+  {
+    id: "observations-005-export-claims",
+    up: `
+      ALTER TABLE export_executions ADD COLUMN claimed_by TEXT,
+        ADD COLUMN lease_until TIMESTAMPTZ NOT NULL DEFAULT 'epoch';
     `,
   },
 ];

@@ -1,5 +1,5 @@
 import type { PgPool } from "../../store/index.js";
-import type { ExecutionProgress, ExportPage, ExportStore, StoredJob } from "./store.js";
+import type { ExecutionClaim, ExecutionProgress, ExportPage, ExportStore, StoredJob } from "./store.js";
 import type { ExecutionStatus, ExportExecution, ExportJob, ListQuery } from "./types.js";
 
 interface PgJobRow {
@@ -81,10 +81,11 @@ export class PgExportStore implements ExportStore {
     );
   }
 
-  async insertExecution(e: Omit<ExportExecution, "seq">): Promise<void> {
+  async insertExecution(e: Omit<ExportExecution, "seq">, claim: ExecutionClaim): Promise<void> {
     await this.pool.query(
       `INSERT INTO export_executions (id, job_id, owner, status, submission, completion, data_scanned, engine_ms,
-         file_name, window_from, window_to) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+         file_name, window_from, window_to, claimed_by, lease_until)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
       [
         e.id,
         e.jobId,
@@ -97,6 +98,8 @@ export class PgExportStore implements ExportStore {
         e.executionFileName,
         new Date(e.windowFrom),
         new Date(e.windowTo),
+        claim.holder,
+        new Date(claim.until),
       ],
     );
   }
@@ -121,11 +124,30 @@ export class PgExportStore implements ExportStore {
     return rows.map(toExecution);
   }
 
-  async openExecutions(): Promise<ExportExecution[]> {
+  async openExecutions(now: number): Promise<ExportExecution[]> {
     const { rows } = await this.pool.query<PgExecutionRow>(
-      "SELECT * FROM export_executions WHERE status IN ('QUEUED', 'RUNNING') ORDER BY seq",
+      `SELECT * FROM export_executions WHERE status IN ('QUEUED', 'RUNNING')
+         AND (claimed_by IS NULL OR lease_until <= $1) ORDER BY seq`,
+      [new Date(now)],
     );
     return rows.map(toExecution);
+  }
+
+  async claimExecution(id: string, claim: ExecutionClaim, now: number): Promise<boolean> {
+    const { rowCount } = await this.pool.query(
+      `UPDATE export_executions SET status = 'RUNNING', claimed_by = $2, lease_until = $3
+       WHERE id = $1 AND status IN ('QUEUED', 'RUNNING') AND (claimed_by IS NULL OR claimed_by = $2 OR lease_until <= $4)`,
+      [id, claim.holder, new Date(claim.until), new Date(now)],
+    );
+    return rowCount === 1;
+  }
+
+  async renewExecutionClaims(holder: string, until: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      `UPDATE export_executions SET lease_until = $2 WHERE claimed_by = $1 AND status IN ('QUEUED', 'RUNNING') RETURNING id`,
+      [holder, new Date(until)],
+    );
+    return rows.map((r) => r.id);
   }
 
   async transition(id: string, to: ExecutionStatus, fields: ExecutionProgress = {}): Promise<boolean> {

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { pipeline } from "node:stream/promises";
 import { setImmediate as yieldToLoop } from "node:timers/promises";
@@ -6,7 +7,7 @@ import type { Mailer } from "../../mail/index.js";
 import type { Logger } from "../../observability/index.js";
 import type { ExportPosition, ExportReader } from "../reader.js";
 import type { ExportFiles } from "./files.js";
-import type { ExportStore } from "./store.js";
+import type { ExecutionClaim, ExportStore } from "./store.js";
 import type { ExportExecution, ExportJob } from "./types.js";
 
 /** Rows read per statement: short enough to cancel quickly and to let requests through. */
@@ -25,7 +26,11 @@ export interface RunnerDeps {
   onEnd?: (status: "SUCCEEDED" | "FAILED", rows: number) => void;
   /** Told after each page of the running execution, with its rows so far (undefined once none runs). */
   onProgress?: (rows: number | undefined) => void;
+  /** How long this runner's claim on an execution lasts unless renewed (ms); renewed every third of it. */
+  leaseMs?: number;
 }
+
+const DEFAULT_LEASE_MS = 30_000;
 
 /** How often a long export logs how far it got. */
 const PROGRESS_LOG_MS = 10_000;
@@ -36,17 +41,33 @@ class Cancelled extends Error {}
  * Runs export executions one at a time, in submission order. Each reads its
  * window in pages and streams CSV through gzip into the export files; a
  * cancel stops it at the next page and removes the partial file.
+ *
+ * The runners of the processes sharing a database each hold a claim on the executions they run or
+ * have queued (`ExecutionClaim`), renewed while they work: an execution runs in one runner, and
+ * one whose runner died is taken over by the next `resume` after its claim ends.
  */
 export class ExportRunner {
+  /** This runner's name on its claims. */
+  readonly holder = randomUUID();
   private readonly queue: string[] = [];
   private readonly cancelled = new Set<string>();
   private current: string | undefined;
+  /** The running execution, once this runner holds its claim. */
+  private claimed: string | undefined;
   private loop: Promise<void> | undefined;
   private stopping = false;
   /** Resolves when the queue drains; tests and shutdown wait on it. */
   private idleWaiters: (() => void)[] = [];
+  private readonly leaseMs: number;
 
-  constructor(private readonly deps: RunnerDeps) {}
+  constructor(private readonly deps: RunnerDeps) {
+    this.leaseMs = deps.leaseMs ?? DEFAULT_LEASE_MS;
+  }
+
+  /** A claim of this runner from now: what a new execution queued here is stored with. */
+  claim(): ExecutionClaim {
+    return { holder: this.holder, until: this.deps.clock() + this.leaseMs };
+  }
 
   enqueue(executionId: string): void {
     if (this.stopping) return;
@@ -64,9 +85,9 @@ export class ExportRunner {
     if (this.current === executionId) this.cancelled.add(executionId);
   }
 
-  /** Picks up executions a previous process left queued or running. */
+  /** Picks up the executions no runner holds: a previous process's, or a dead or stopped runner's. */
   async resume(): Promise<void> {
-    for (const e of await this.deps.store.openExecutions()) this.enqueue(e.id);
+    for (const e of await this.deps.store.openExecutions(this.deps.clock())) this.enqueue(e.id);
   }
 
   idle(): Promise<void> {
@@ -76,23 +97,48 @@ export class ExportRunner {
   async stop(): Promise<void> {
     this.stopping = true;
     this.queue.length = 0;
-    // The running export is interrupted; it stays RUNNING in the store and is resumed on the next start.
+    // The running export is interrupted; it stays RUNNING in the store and is resumed on the next start,
+    // or by another process's runner at once: this one hands its claims back.
     if (this.current) this.cancelled.add(this.current);
     await this.idle();
+    await this.deps.store
+      .renewExecutionClaims(this.holder, 0)
+      .catch((err: unknown) => this.deps.logger.warn({ err }, "export claims not handed back; they end on their own"));
   }
 
   private async drain(): Promise<void> {
-    for (let id = this.queue.shift(); id !== undefined; id = this.queue.shift()) {
-      this.current = id;
-      try {
-        await this.run(id);
-      } catch (err) {
-        this.deps.logger.error({ err, executionId: id }, "export execution failed");
-      } finally {
-        this.current = undefined;
-        this.cancelled.delete(id);
-        this.deps.onProgress?.(undefined);
+    const renewing = setInterval(() => void this.renewClaims(), this.leaseMs / 3);
+    renewing.unref();
+    try {
+      for (let id = this.queue.shift(); id !== undefined; id = this.queue.shift()) {
+        this.current = id;
+        try {
+          await this.run(id);
+        } catch (err) {
+          this.deps.logger.error({ err, executionId: id }, "export execution failed");
+        } finally {
+          this.current = undefined;
+          this.claimed = undefined;
+          this.cancelled.delete(id);
+          this.deps.onProgress?.(undefined);
+        }
       }
+    } finally {
+      clearInterval(renewing);
+    }
+  }
+
+  /**
+   * Keeps this runner's claims; the running execution stops at its next page when this runner no
+   * longer holds it (cancelled through another process, or taken over after a stall).
+   */
+  private async renewClaims(): Promise<void> {
+    try {
+      const held = await this.deps.store.renewExecutionClaims(this.holder, this.deps.clock() + this.leaseMs);
+      const running = this.claimed;
+      if (running !== undefined && this.current === running && !held.includes(running)) this.cancelled.add(running);
+    } catch (err) {
+      this.deps.logger.warn({ err }, "export claims not renewed");
     }
   }
 
@@ -102,7 +148,9 @@ export class ExportRunner {
     if (!execution || (execution.status !== "QUEUED" && execution.status !== "RUNNING")) return;
     const stored = await store.job(execution.jobId);
     if (!stored) return;
-    if (!(await store.transition(id, "RUNNING"))) return;
+    // Another runner holds it: it runs there.
+    if (!(await store.claimExecution(id, this.claim(), this.deps.clock()))) return;
+    this.claimed = id;
     const started = performance.now();
     let written: { scanned: number; rows: number };
     try {
@@ -123,7 +171,7 @@ export class ExportRunner {
     if (
       !(await store.transition(id, "SUCCEEDED", { completion: this.now(), engineMs, dataScanned: written.scanned }))
     ) {
-      this.deps.files.remove(id);
+      await this.deps.files.remove(id);
       return;
     }
     this.deps.onEnd?.("SUCCEEDED", written.rows);
@@ -169,12 +217,12 @@ export class ExportRunner {
       }
       gzip.end();
       await done;
-      out.commit();
+      await out.commit();
       return { scanned, rows: written };
     } catch (err) {
       gzip.destroy(err instanceof Error ? err : new Error(String(err)));
       await done.catch(() => undefined);
-      out.abort();
+      await out.abort();
       throw err;
     }
   }

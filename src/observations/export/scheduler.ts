@@ -12,7 +12,9 @@ import type { ExportStore } from "./store.js";
  *
  * Every process with the scheduler role runs one; they share the store, and
  * only the one holding the store's schedule lease fires. It renews the lease
- * each tick; when it dies another takes over once the lease expires.
+ * each tick; when it dies another takes over once the lease expires. Each
+ * tick also hands its runner the executions no runner holds any more (a dead
+ * process's), so that they run without waiting for a process to start.
  */
 export class ExportScheduler {
   readonly name = "export-scheduler";
@@ -40,7 +42,6 @@ export class ExportScheduler {
   }
 
   async start(): Promise<void> {
-    await this.deps.runner.resume();
     await this.tick();
     this.timer = setInterval(() => {
       if (this.ticking) return;
@@ -69,6 +70,7 @@ export class ExportScheduler {
   }
 
   private async fire(): Promise<number> {
+    await this.deps.runner.resume();
     const now = this.deps.clock();
     if (!(await this.deps.store.holdScheduleLease(this.holder, now, this.leaseMs))) return 0;
     let fired = 0;

@@ -127,7 +127,7 @@ export class ExportService {
     await this.owned(principal, id);
     for (const e of await this.deps.store.executionsOfJob(id)) {
       this.deps.runner.cancel(e.id);
-      this.deps.files.remove(e.id);
+      await this.deps.files.remove(e.id);
     }
     await this.deps.store.deleteJob(id);
   }
@@ -154,7 +154,7 @@ export class ExportService {
     if (e.status === "CANCELLED") throw new ApiError("INVALID_ACTION", `Export execution ${id} is already cancelled`);
     await this.deps.store.transition(id, "CANCELLED", { completion: this.nowIso() });
     this.deps.runner.cancel(id);
-    this.deps.files.remove(id);
+    await this.deps.files.remove(id);
     return summary((await this.deps.store.execution(id))!);
   }
 
@@ -173,7 +173,8 @@ export class ExportService {
       windowFrom: from,
       windowTo: to,
     };
-    await this.deps.store.insertExecution(e);
+    // Queued in this process's runner, which holds it: no other process's takes it while this one lives.
+    await this.deps.store.insertExecution(e, this.deps.runner.claim());
     this.deps.runner.enqueue(e.id);
     return (await this.deps.store.execution(e.id))!;
   }

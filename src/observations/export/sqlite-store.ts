@@ -1,5 +1,5 @@
 import type { Db } from "../../store/index.js";
-import type { ExecutionProgress, ExportPage, ExportStore, StoredJob } from "./store.js";
+import type { ExecutionClaim, ExecutionProgress, ExportPage, ExportStore, StoredJob } from "./store.js";
 import type { ExecutionStatus, ExportExecution, ExportJob, ListQuery } from "./types.js";
 
 interface JobRow {
@@ -71,11 +71,12 @@ export class SqliteExportStore implements ExportStore {
     })();
   }
 
-  async insertExecution(e: Omit<ExportExecution, "seq">): Promise<void> {
+  async insertExecution(e: Omit<ExportExecution, "seq">, claim: ExecutionClaim): Promise<void> {
     this.db
       .prepare(
-        `INSERT INTO export_executions (id, job_id, owner, status, submission, completion, data_scanned, engine_ms, file_name, window_from, window_to)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO export_executions (id, job_id, owner, status, submission, completion, data_scanned, engine_ms, file_name,
+           window_from, window_to, claimed_by, lease_until)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         e.id,
@@ -89,6 +90,8 @@ export class SqliteExportStore implements ExportStore {
         e.executionFileName,
         e.windowFrom,
         e.windowTo,
+        claim.holder,
+        claim.until,
       );
   }
 
@@ -112,11 +115,33 @@ export class SqliteExportStore implements ExportStore {
       .map(toExecution);
   }
 
-  async openExecutions(): Promise<ExportExecution[]> {
+  async openExecutions(now: number): Promise<ExportExecution[]> {
     return this.db
-      .prepare<[], ExecutionRow>("SELECT * FROM export_executions WHERE status IN ('QUEUED', 'RUNNING') ORDER BY seq")
-      .all()
+      .prepare<[number], ExecutionRow>(
+        `SELECT * FROM export_executions WHERE status IN ('QUEUED', 'RUNNING')
+           AND (claimed_by IS NULL OR lease_until <= ?) ORDER BY seq`,
+      )
+      .all(now)
       .map(toExecution);
+  }
+
+  async claimExecution(id: string, claim: ExecutionClaim, now: number): Promise<boolean> {
+    const { changes } = this.db
+      .prepare(
+        `UPDATE export_executions SET status = 'RUNNING', claimed_by = ?, lease_until = ?
+         WHERE id = ? AND status IN ('QUEUED', 'RUNNING') AND (claimed_by IS NULL OR claimed_by = ? OR lease_until <= ?)`,
+      )
+      .run(claim.holder, claim.until, id, claim.holder, now);
+    return changes === 1;
+  }
+
+  async renewExecutionClaims(holder: string, until: number): Promise<string[]> {
+    return this.db
+      .prepare<[number, string], { id: string }>(
+        `UPDATE export_executions SET lease_until = ? WHERE claimed_by = ? AND status IN ('QUEUED', 'RUNNING') RETURNING id`,
+      )
+      .all(until, holder)
+      .map((r) => r.id);
   }
 
   async transition(id: string, to: ExecutionStatus, fields: ExecutionProgress = {}): Promise<boolean> {

@@ -21,6 +21,16 @@ export interface ExecutionProgress {
 }
 
 /**
+ * Which runner an open execution is for, until when (epoch ms) unless the runner renews it: the
+ * runners of the processes sharing a database run each execution once, and take over those of a
+ * runner that died once its claims end.
+ */
+export interface ExecutionClaim {
+  holder: string;
+  until: number;
+}
+
+/**
  * Where export jobs and their executions are kept. Every method answers asynchronously, as a
  * networked database would (no request reads them on a hot path), each one atomic.
  */
@@ -36,13 +46,27 @@ export interface ExportStore {
   jobs(owner: string, q: ListQuery): Promise<ExportPage<ExportJob>>;
   /** Deletes the job with its executions. */
   deleteJob(id: string): Promise<void>;
-  insertExecution(e: Omit<ExportExecution, "seq">): Promise<void>;
+  /** Stores a new execution, held by `claim`'s runner (the one it is queued in). */
+  insertExecution(e: Omit<ExportExecution, "seq">, claim: ExecutionClaim): Promise<void>;
   execution(id: string): Promise<ExportExecution | undefined>;
   /** One page of the owner's executions, of one job when `jobId` is given. */
   executions(owner: string, jobId: string | undefined, q: ListQuery): Promise<ExportPage<ExportExecution>>;
   executionsOfJob(jobId: string): Promise<ExportExecution[]>;
-  /** Executions QUEUED or RUNNING, in submission order (a previous process left them). */
-  openExecutions(): Promise<ExportExecution[]>;
+  /**
+   * Executions QUEUED or RUNNING that no runner holds (never claimed, or the claim ended at or
+   * before `now`: its runner died or stopped), in submission order.
+   */
+  openExecutions(now: number): Promise<ExportExecution[]>;
+  /**
+   * Marks an open execution RUNNING for `claim`'s runner, unless another runner holds it (a claim
+   * that has not ended at `now`); answers whether it is `claim.holder`'s now.
+   */
+  claimExecution(id: string, claim: ExecutionClaim, now: number): Promise<boolean>;
+  /**
+   * Extends the claims of `holder` on its open executions to `until` (`0` hands them back: another
+   * runner may take them at once); answers the ids of those it still holds.
+   */
+  renewExecutionClaims(holder: string, until: number): Promise<string[]>;
   /** Moves an execution on, unless it was cancelled meanwhile; answers whether it moved. */
   transition(id: string, to: ExecutionStatus, fields?: ExecutionProgress): Promise<boolean>;
   /**
