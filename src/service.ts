@@ -54,7 +54,7 @@ import {
   type ThingTypesService,
   type ThingsService,
 } from "./things/index.js";
-import { Readiness } from "./readiness/index.js";
+import { ProbedCondition, Readiness } from "./readiness/index.js";
 
 /** A part of the service with a life of its own (listeners, consumers, schedulers). */
 export interface Component {
@@ -179,6 +179,9 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
   const metrics = createMetrics();
   const readiness = new Readiness();
   const stores = await openStores({ config, engine: roles.has("engine"), clock, logger });
+  // `/readyz` names the database while it does not answer; operations meanwhile answer 503 SERVICE_UNAVAILABLE.
+  const database = roles.has("api") ? probeDatabase(config, stores, readiness, logger) : undefined;
+  await database?.start();
   const bus = new EventBus();
   // Processes that share this database (roles split over processes) follow each other's changes
   // through it; started before provisioning so that running processes see its changes too.
@@ -418,6 +421,7 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     jobs.close();
     await find.close();
     await relay?.stop();
+    await database?.stop();
     await stores.close();
   };
 
@@ -456,6 +460,27 @@ export async function startDms(config: Config, options: StartOptions = {}): Prom
     throw err;
   }
   return { services, app, url, close };
+}
+
+/** How often the api process asks the database whether it answers (`/readyz` condition `database`). */
+const DATABASE_PROBE_MS = 1000;
+
+function probeDatabase(
+  config: Config,
+  stores: Pick<Stores, "ping" | "backend">,
+  readiness: Readiness,
+  logger: Logger,
+): ProbedCondition {
+  return new ProbedCondition(readiness, {
+    name: "database",
+    probe: () => stores.ping(),
+    everyMs: DATABASE_PROBE_MS,
+    timeoutMs: config.DMS_DATABASE_CONNECT_TIMEOUT_MS,
+    onChange: (err) =>
+      err
+        ? logger.warn({ err, backend: stores.backend }, "database unreachable")
+        : logger.info({ backend: stores.backend }, "database reachable again"),
+  });
 }
 
 /**
