@@ -102,7 +102,11 @@ export interface Stores extends SeamStores {
 
 /** What the stores of a process depend on beside the database. */
 export interface StoresOptions {
-  config: Pick<Config, "DMS_DATA_DIR" | "DMS_DATABASE_URL" | "DMS_ENGINE_STATE_THREAD" | "ruleIdPrefix">;
+  config: Pick<Config, "DMS_DATA_DIR" | "DMS_DATABASE_URL" | "DMS_ENGINE_STATE_THREAD" | "ruleIdPrefix"> &
+    /** The pool's bounds; the pool's defaults when absent. */
+    Partial<
+      Pick<Config, "DMS_DATABASE_POOL_SIZE" | "DMS_DATABASE_CONNECT_TIMEOUT_MS" | "DMS_DATABASE_STATEMENT_TIMEOUT_MS">
+    >;
   /** This process runs the engine: it writes observations and holds the engine's state. */
   engine: boolean;
   clock: () => number;
@@ -205,7 +209,12 @@ export const pgMigrations: readonly PgMigration[] = Object.values(PG_SEAMS).flat
 /** Every seam on the PostgreSQL database at `url`, migrated: nothing is kept in the data directory. */
 export async function openPgStores(url: string, options: StoresOptions): Promise<Stores> {
   const seams = PG_SEAMS;
-  const pool = openPgPool(url);
+  const { config } = options;
+  const pool = openPgPool(url, {
+    max: config.DMS_DATABASE_POOL_SIZE,
+    connectTimeoutMs: config.DMS_DATABASE_CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: config.DMS_DATABASE_STATEMENT_TIMEOUT_MS,
+  });
   try {
     await migratePg(pool, pgMigrations);
     const open = <K extends keyof SeamStores>(key: K): Promise<SeamStores[K]> =>

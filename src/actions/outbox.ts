@@ -54,6 +54,9 @@ export const DEFAULT_LEASE_MS = 30_000;
  * finds their keys and sends nothing twice; then they are pruned.
  */
 export const DELIVERED_RETENTION_MS = 7 * 24 * 3600_000;
+/** The first wait before the outbox asks its store again after the store failed (a database away); doubled up to the cap. */
+const STORE_RETRY_MS = 250;
+const STORE_RETRY_MAX_MS = 5000;
 /** Rule and variable pairs already logged as unknown; one evicted is logged once more. */
 const UNKNOWN_LOG_LIMIT = 10_000;
 
@@ -82,6 +85,8 @@ export class Outbox implements ActionSink {
   private pumping = false;
   private pumpAgain = false;
   private timer: { at: number; cancel: () => void } | undefined;
+  /** The store failed the pump's last claim: the wait before the next try, doubled each time it fails again. */
+  private storeRetryMs = 0;
   private pruneTimer: NodeJS.Timeout | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
 
@@ -167,7 +172,10 @@ export class Outbox implements ActionSink {
     // outboxes that died held once their leases ended. Live outboxes' claims stay theirs.
     await this.store.releaseClaims(this.timers.now(), this.owner);
     await this.prune();
-    this.pruneTimer = setInterval(() => void this.prune(), 3600_000);
+    this.pruneTimer = setInterval(
+      () => void this.prune().catch((err: unknown) => this.logger.warn({ err }, "the outbox could not prune")),
+      3600_000,
+    );
     this.pruneTimer.unref();
     this.leaseTimer = setInterval(() => void this.keepLease(), this.leaseMs / 3);
     this.leaseTimer.unref();
@@ -265,6 +273,18 @@ export class Outbox implements ActionSink {
         this.pumpAgain = false;
         await this.claimAndDeliver();
       } while (this.pumpAgain && this.running);
+      this.storeRetryMs = 0;
+    } catch (err) {
+      // The store cannot be read (the database is away): nothing was claimed, so the pump tries again later.
+      this.storeRetryMs = Math.min(STORE_RETRY_MAX_MS, Math.max(STORE_RETRY_MS, this.storeRetryMs * 2));
+      this.logger.warn({ err, retryInMs: this.storeRetryMs }, "the outbox could not claim deliveries");
+      this.timer?.cancel();
+      const at = this.timers.now() + this.storeRetryMs;
+      const cancel = this.timers.setTimeout(() => {
+        this.timer = undefined;
+        this.kick();
+      }, this.storeRetryMs);
+      this.timer = { at, cancel };
     } finally {
       this.pumping = false;
     }
@@ -309,7 +329,7 @@ export class Outbox implements ActionSink {
       lastError: string | null,
     ) => {
       const outcome = { status, attempts, nextAttemptAt, lastError };
-      if (!(await this.store.settle(row.id, outcome, this.timers.now(), this.owner))) {
+      if (!(await this.settleDurably(row.id, outcome))) {
         this.logger.warn(
           { delivery: row.id, status },
           "a delivery's claim had ended and been taken over; outcome not recorded",
@@ -357,6 +377,28 @@ export class Outbox implements ActionSink {
       await settle("pending", attempt, next, message);
       this.metrics?.delivered.inc({ type: row.type, result: "retry" });
       this.logger.debug({ delivery: row.id, type: row.type, attempt, err: message }, "delivery failed, will retry");
+    }
+  }
+
+  /**
+   * Records a delivery's outcome, asking the store again until it answers: a claim whose outcome
+   * was not recorded would stay this live outbox's, renewed and never delivered. Gives up only when
+   * the outbox stops (the claim goes again at the next start, or to another outbox when its lease
+   * ends); answers whether the claim was still this outbox's.
+   */
+  private async settleDurably(id: number, outcome: Parameters<OutboxStore["settle"]>[1]): Promise<boolean> {
+    for (let waitMs = STORE_RETRY_MS; ; waitMs = Math.min(STORE_RETRY_MAX_MS, waitMs * 2)) {
+      try {
+        return await this.store.settle(id, outcome, this.timers.now(), this.owner);
+      } catch (err) {
+        if (!this.running) {
+          this.logger.warn({ err, delivery: id }, "a delivery's outcome was not recorded; it goes again");
+          return true;
+        }
+        if (waitMs === STORE_RETRY_MS)
+          this.logger.warn({ err, delivery: id }, "a delivery's outcome could not be recorded yet; trying again");
+        await new Promise<void>((resolve) => this.timers.setTimeout(resolve, waitMs));
+      }
     }
   }
 

@@ -4,7 +4,8 @@ import { HTTPException } from "hono/http-exception";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { requestId } from "hono/request-id";
-import { ApiError, frameworkError } from "../errors/index.js";
+import { ApiError, frameworkError, UNAVAILABLE_RETRY_AFTER_SECONDS } from "../errors/index.js";
+import { unavailableError } from "../store/index.js";
 import type { AuthEnv } from "../auth/index.js";
 import type { Config } from "../config/index.js";
 import type { Logger, Metrics } from "../observability/index.js";
@@ -127,7 +128,14 @@ export function createApp<D>(services: AppDeps & D, modules: readonly RouteModul
 
   app.notFound((c) => c.json({ message: `No operation ${c.req.method} ${c.req.path}`, messageKey: "NOT_FOUND" }, 404));
   app.onError((err, c) => {
-    if (err instanceof ApiError) return c.json(err.body(), err.status as 400);
+    // A database fault answers alike whichever operation met it: 503 and when to try again.
+    const unavailable = unavailableError(err);
+    if (unavailable) c.get("log")?.warn({ err }, "database unavailable");
+    const answer = unavailable ?? err;
+    if (answer instanceof ApiError) {
+      if (answer.key === "SERVICE_UNAVAILABLE") c.header("Retry-After", String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+      return c.json(answer.body(), answer.status as 400);
+    }
     if (err instanceof HTTPException && err.status < 500) {
       // Hono's own 4xx, such as a body that is not JSON or not of the declared media type.
       const error = frameworkError(err.status, err.message);

@@ -42,6 +42,13 @@ const schema = z.object({
   DMS_DATA_DIR: z.string().min(1).default("./data"),
   // Every store on this PostgreSQL database instead of SQLite in DMS_DATA_DIR (docs/storage.md).
   DMS_DATABASE_URL: postgresUrl.optional(),
+  // Connections this process keeps to it at most; the bus listener holds one of them for good.
+  DMS_DATABASE_POOL_SIZE: z.coerce.number().int().min(2).max(1000).default(10),
+  // Longest a query waits for a connection (all in use, or the server not answering a connect) before
+  // it fails and REST answers 503 SERVICE_UNAVAILABLE, rather than waiting on.
+  DMS_DATABASE_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+  // Longest one statement runs before PostgreSQL cancels it (statement_timeout; 0: no limit); FIND's own budget applies to its reads.
+  DMS_DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(0).max(86_400_000).default(60_000),
   DMS_PROVISION: z.string().min(1).optional(),
   DMS_PUBLIC_URL: optionalUrl,
   DMS_STACK_NAME: z

@@ -72,6 +72,11 @@ export class Checkpoints {
   /** Another checkpoint was asked for while one was under way. */
   private checkpointAgain = false;
   private timer: NodeJS.Timeout | undefined;
+  /**
+   * A rewind could not read the durable state back (the store did not answer): memory may count
+   * observations the durable state does not, so no batch is evaluated until a reload succeeds.
+   */
+  private reloadOwed = false;
   private readonly checkpointMs: number;
   private readonly checkpointThings: number;
 
@@ -145,9 +150,25 @@ export class Checkpoints {
     this.next?.reject(err);
     this.next = undefined;
     this.dirty = [];
-    await this.state.reload?.();
     this.things.forget();
     this.positions.rewind(handedOut);
+    this.reloadOwed = true;
+    await this.reload();
+  }
+
+  /**
+   * Before a batch is evaluated (on the queue): the durable state read back when a rewind could not
+   * read it; throws while the store still does not answer, so that the batch is refused unevaluated
+   * and its source hands it over again later.
+   */
+  async ensureLoaded(): Promise<void> {
+    if (this.reloadOwed) await this.reload();
+  }
+
+  private async reload(): Promise<void> {
+    await this.state.reload?.();
+    this.things.forget();
+    this.reloadOwed = false;
   }
 
   /** A checkpoint now, or right after the one under way. */

@@ -158,6 +158,7 @@ export class RuleEngine {
     checkpointed: Promise<void>;
     replayable: boolean;
   }> {
+    await this.checkpoints.ensureLoaded();
     const replayable = this.positions.follows(batch);
     const work = await this.evaluator.evaluate(batch);
     // Actions first: the time to their hand-over is the latency users see, and the stores' writes

@@ -33,6 +33,8 @@ export const ERROR_STATUS = {
   INTERNAL_ERROR: 500,
   /** Any operation but the probes and the API description, until the service is ready (`/readyz`). */
   SERVICE_STARTING: 503,
+  /** The database cannot serve (unreachable, a statement cancelled, lasting contention): try again later. */
+  SERVICE_UNAVAILABLE: 503,
 } as const;
 
 export type ErrorKey = keyof typeof ERROR_STATUS;
@@ -89,6 +91,9 @@ export function frameworkError(status: number, message: string): ApiError {
   const key = GENERIC_KEY[status] ?? "INVALID_ARGUMENTS";
   return new ApiError(key, message || "Invalid request");
 }
+
+/** Seconds a client is asked to wait (`Retry-After`) before it tries an operation the database could not serve again. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 
 export const required = (property: string): ApiError =>
   new ApiError("PROPERTY_REQUIRED", `Property ${property} is required`, property);

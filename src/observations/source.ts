@@ -18,7 +18,7 @@ export function openObservationReader(
   { columnCacheBytes }: { columnCacheBytes?: number } = {},
 ): { reader: ObservationReader; close(): Promise<void> } {
   if ("postgresUrl" in source) {
-    const pool = openPgPool(source.postgresUrl, THREAD_POOL_SIZE);
+    const pool = openPgPool(source.postgresUrl, { max: THREAD_POOL_SIZE });
     return { reader: new PgObservationReader(pool), close: () => pool.end() };
   }
   const db = new Database(source.sqliteFile, { readonly: true, fileMustExist: true });

@@ -9,6 +9,9 @@
  *   topics.waiting("waiting for partition leaders");
  *   topics.ready();
  */
+
+export { ProbedCondition, type ProbeOptions } from "./probe.js";
+
 export interface ReadinessCondition {
   readonly name: string;
   /** Not met (again): `detail` says what it waits for. */

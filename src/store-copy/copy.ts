@@ -56,7 +56,8 @@ export async function copyStore(options: StoreCopyOptions): Promise<StoreCopyRep
   // Opened as the service opens them: migrated to this version's tables first.
   const service = openDatabase({ dataDir, migrations });
   const observations = openDatabase({ dataDir, migrations: observationMigrations, fileName: OBSERVATIONS_FILE });
-  const pool = openPgPool(options.to, 1);
+  // One connection for the one transaction, with no statement limit: a large table copies in one COPY.
+  const pool = openPgPool(options.to, { max: 1, statementTimeoutMs: 0 });
   try {
     await refuseNonEmpty(pool, pgMigrations);
     await migratePg(pool, pgMigrations);

@@ -12,10 +12,14 @@ export {
   openPgPool,
   pgDeleteOldest,
   pgTransaction,
+  PG_POOL_DEFAULTS,
+  TRANSACTION_ATTEMPTS,
   type PgMigration,
   type PgPool,
+  type PgPoolOptions,
   type PgQueryable,
 } from "./pg.js";
+export { databaseFault, unavailableError, type DatabaseFaultKind } from "./faults.js";
 export { int8AsNumber, pgQuery } from "./pg-types.js";
 export { pgCopyField, PG_COPY_NULL } from "./pg-copy.js";
 

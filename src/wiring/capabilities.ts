@@ -27,7 +27,7 @@ import {
   type ObservationStore,
 } from "../observations/index.js";
 import { openObservationBackend, type ObservationBackend } from "./observation-backend.js";
-import { Readiness } from "../readiness/index.js";
+import { ProbedCondition, Readiness } from "../readiness/index.js";
 import { createRules, type Rules } from "../rules/index.js";
 import { createSearch, type SearchIndex } from "../search/index.js";
 import { UrlSigner, signingKey } from "../signing/index.js";
@@ -55,6 +55,8 @@ export interface Capabilities {
   readonly readiness: Readiness;
   readonly clock: () => number;
   readonly timers: Timers;
+  /** Asks the database whether it answers (`/readyz` condition `database`), in a process with the `api` role. */
+  readonly databaseProbe: ProbedCondition | undefined;
   /** Follows other processes' changes through the database; undefined when none can share it. */
   readonly relay: BusRelay | undefined;
   readonly identity: Identity;
@@ -106,6 +108,9 @@ export async function buildCapabilities(config: Config, options: StartOptions): 
   const metrics = createMetrics();
   const readiness = new Readiness();
   const stores = await openStores({ config, engine: roles.has("engine"), clock, logger });
+  // `/readyz` names the database while it does not answer; operations meanwhile answer 503 SERVICE_UNAVAILABLE.
+  const databaseProbe = roles.has("api") ? probeDatabase(config, stores, readiness, logger) : undefined;
+  await databaseProbe?.start();
   const bus = new EventBus();
   // Processes that share this database (roles split over processes) follow each other's changes
   // through it; started before provisioning so that running processes see its changes too.
@@ -219,6 +224,7 @@ export async function buildCapabilities(config: Config, options: StartOptions): 
     readiness,
     clock,
     timers,
+    databaseProbe,
     relay,
     identity,
     tokens,
@@ -250,4 +256,25 @@ export async function buildCapabilities(config: Config, options: StartOptions): 
     actions,
     setResourceFeed,
   };
+}
+
+/** How often the api process asks the database whether it answers (`/readyz` condition `database`). */
+const DATABASE_PROBE_MS = 1000;
+
+function probeDatabase(
+  config: Config,
+  stores: Pick<Stores, "ping" | "backend">,
+  readiness: Readiness,
+  logger: Logger,
+): ProbedCondition {
+  return new ProbedCondition(readiness, {
+    name: "database",
+    probe: () => stores.ping(),
+    everyMs: DATABASE_PROBE_MS,
+    timeoutMs: config.DMS_DATABASE_CONNECT_TIMEOUT_MS,
+    onChange: (err) =>
+      err
+        ? logger.warn({ err, backend: stores.backend }, "database unreachable")
+        : logger.info({ backend: stores.backend }, "database reachable again"),
+  });
 }

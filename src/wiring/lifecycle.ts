@@ -46,6 +46,7 @@ export async function startParts(
     // What the last registry changes started (job executions) is written before the stores close.
     await bus.settled();
     await relay?.stop();
+    await capabilities.databaseProbe?.stop();
     await stores.close();
   };
 

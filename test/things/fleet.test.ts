@@ -223,6 +223,7 @@ describe("readiness while a large provisioning file is applied", () => {
       expect(await json(after)).toEqual({
         status: "ready",
         conditions: [
+          { name: "database", ready: true },
           { name: "provisioning", ready: true },
           { name: "components", ready: true },
         ],

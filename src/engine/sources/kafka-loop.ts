@@ -60,6 +60,14 @@ function rebalancing(err: unknown): boolean {
   return type === "REBALANCE_IN_PROGRESS";
 }
 
+/**
+ * The wait after a partition's chunk failed before it is read again, doubled for each failure in a
+ * row up to the cap: a store that does not answer (the database away) is asked a few times a
+ * second at first, then every few seconds, instead of in a tight loop. Below the broker's smallest
+ * session timeout, and the consumer heartbeats while it waits.
+ */
+const FAILED_WAIT_MS = 100;
+const FAILED_WAIT_MAX_MS = 5000;
 /** Chunks handed to the engine before the first of them is handled (see `eachBatch`). */
 const CHUNKS_IN_FLIGHT = 3;
 /** Default of `KafkaLoopOptions.partitionsAtOnce`. */
@@ -73,7 +81,9 @@ const PARTITIONS_AT_ONCE = 6;
  * order per partition: a crash replays from the committed offset, and the
  * state table already counts at least everything before it. A chunk that
  * fails, or a checkpoint that does not come (the engine went back to the last
- * one), sends the partition back to its committed offset.
+ * one), sends the partition back to its committed offset; after a failed chunk
+ * the partition is read again only after a wait that grows while chunks keep
+ * failing (a database away), so that consuming pauses and resumes by itself.
  */
 export class KafkaConsumerLoop {
   readonly name: string;
@@ -87,6 +97,8 @@ export class KafkaConsumerLoop {
   private readonly commits = new Map<number, Promise<void>>();
   /** Per partition: seeks back so far (see `goBack`). */
   private readonly epochs = new Map<number, number>();
+  /** Per partition: chunks that failed in a row (see `FAILED_WAIT_MS`). */
+  private readonly failures = new Map<number, number>();
 
   constructor(private readonly options: KafkaLoopOptions) {
     this.name = `kafka:${options.topic}`;
@@ -154,6 +166,7 @@ export class KafkaConsumerLoop {
           const { checkpointed } = (await handled) ?? {};
           // A seek since (this or another chunk failed): the fetch starts over there, nothing here counts.
           if (this.epochOf(partition) !== epoch) return;
+          this.failures.delete(partition);
           resolveOffset(last);
           const next = String(Number(last) + 1);
           if (checkpointed === undefined) this.commit(consumer, partition, next);
@@ -193,6 +206,7 @@ export class KafkaConsumerLoop {
           // A failed chunk: the engine went back to its last checkpoint, so the partition goes back to
           // its committed offset (no checkpoint has passed it), not merely to the failed chunk.
           this.goBack(consumer, partition, epoch, err);
+          await this.waitAfterFailure(partition, heartbeat, isRunning);
         } finally {
           inFlight.length = 0;
         }
@@ -215,6 +229,24 @@ export class KafkaConsumerLoop {
       await Promise.all(this.commits.values());
     } catch (err) {
       this.options.logger?.warn({ err, topic: this.options.topic }, "no checkpoint before the rebalance");
+    }
+  }
+
+  /**
+   * Waits before the partition is read again after a failed chunk, longer for each failure in a
+   * row, heartbeating meanwhile so that the group keeps the partition here.
+   */
+  private async waitAfterFailure(
+    partition: number,
+    heartbeat: () => Promise<void>,
+    isRunning: () => boolean,
+  ): Promise<void> {
+    const failures = (this.failures.get(partition) ?? 0) + 1;
+    this.failures.set(partition, failures);
+    const until = Date.now() + Math.min(FAILED_WAIT_MAX_MS, FAILED_WAIT_MS * 2 ** (failures - 1));
+    while (isRunning() && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(1000, until - Date.now())));
+      await heartbeat();
     }
   }
 

@@ -57,11 +57,14 @@ export class PgStateStore extends MemoryStateStore {
     return store;
   }
 
+  /** Memory becomes the table: read whole first, so that a read that fails leaves memory as it was. */
   private async load(): Promise<void> {
     const { rows } = await this.pool.query<ThingRow>(
       `SELECT thing_name, ts::float8 AS ts, seq::float8 AS seq, last_source, last_offset::float8 AS last_offset, doc
        FROM engine_thing_state`,
     );
+    this.things.clear();
+    this.dirty.clear();
     for (const r of rows) this.things.set(r.thing_name, fromRow(r));
   }
 
@@ -109,8 +112,6 @@ export class PgStateStore extends MemoryStateStore {
   /** Once the flushes handed over are written (or failed), so that the table is read as they left it. */
   async reload(): Promise<void> {
     await this.written.catch(() => undefined);
-    this.things.clear();
-    this.dirty.clear();
     await this.load();
   }
 

@@ -1,6 +1,6 @@
 import { workerData } from "node:worker_threads";
 import { ApiError, type ErrorBody } from "../../errors/index.js";
-import { lowerThreadPriority } from "../../store/index.js";
+import { lowerThreadPriority, unavailableError } from "../../store/index.js";
 import { openObservationReader, type ReaderSource } from "../source.js";
 import { timeBudgetExceeded } from "./limits.js";
 import type { Doc } from "./fields.js";
@@ -58,6 +58,9 @@ export async function runFindTask(task: FindTask): Promise<FindOutcome> {
     return { json: findJson(answer) };
   } catch (err) {
     if (err instanceof ApiError) return { error: err.body(), status: err.status };
+    // Answered here: what a thread throws reaches the caller without the code that names the fault.
+    const unavailable = unavailableError(err);
+    if (unavailable) return { error: unavailable.body(), status: unavailable.status };
     throw err;
   }
 }
