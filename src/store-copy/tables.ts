@@ -189,6 +189,8 @@ export const TABLES: readonly TableCopy[] = [
       file_name: same,
       window_from: msToTime,
       window_to: msToTime,
+      claimed_by: same,
+      lease_until: msToTime,
     },
   },
   // thing jobs (src/jobs/migrations.ts): job and document times are ISO text on SQLite, epoch ms on PostgreSQL
@@ -278,4 +280,6 @@ export const PG_OTHER_TABLES: Readonly<Record<string, string>> = {
   observation_marks: "observations.sqlite's table",
   bus_events: "left empty",
   export_schedule_lease: "left empty",
+  export_files: "left empty: export files stay in the data directory's exports/ (docs/storage.md)",
+  export_file_chunks: "left empty, as export_files",
 };
