@@ -48,8 +48,8 @@ export function isLive(e: ThresholdState): boolean {
  * Per-thing state of the engine, thresholds included (`ThingState.thresholds`),
  * so one thing is one record to keep and write. Implementations keep
  * it in memory for speed and persist it so that a restart neither forgets a
- * half-reached count nor fires an interval early. On scale-out the same seam
- * is restored from a compacted changelog topic.
+ * half-reached count nor fires an interval early. Across nodes, a partition's
+ * new owner reads it from the PostgreSQL store (docs/engine.md, Engine state across nodes).
  */
 export interface StateStore {
   thing(thingName: string): ThingState | undefined;
