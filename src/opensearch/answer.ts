@@ -36,7 +36,7 @@ export function fromOpenSearch(
 }
 
 /** Fields later versions added to an aggregation's answer, absent from 5.6. */
-const EXTENDED_STATS_ADDED = [
+export const EXTENDED_STATS_ADDED: readonly string[] = [
   "variance_population",
   "variance_sampling",
   "std_deviation_population",
@@ -46,7 +46,12 @@ const EXTENDED_STATS_ADDED = [
   "std_deviation_population_as_string",
   "std_deviation_sampling_as_string",
 ];
-const BOUNDS_ADDED = ["upper_population", "lower_population", "upper_sampling", "lower_sampling"];
+export const BOUNDS_ADDED: readonly string[] = [
+  "upper_population",
+  "lower_population",
+  "upper_sampling",
+  "lower_sampling",
+];
 
 /** 2^63 as a double: what Long.MAX_VALUE reads back as from JSON (and its negative, Long.MIN_VALUE exactly). */
 const LONG_EDGE = 2 ** 63;

@@ -23,5 +23,5 @@ export {
   type IndexLayout,
   type IndexPeriod,
 } from "./indices.js";
-export { toOpenSearch } from "./translate.js";
-export { fromOpenSearch } from "./answer.js";
+export { CALENDAR_INTERVALS, toOpenSearch } from "./translate.js";
+export { BOUNDS_ADDED, EXTENDED_STATS_ADDED, fromOpenSearch } from "./answer.js";

@@ -30,7 +30,7 @@ type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /** Units ES 5.6 reads as calendar units (one of them); any other interval is fixed. */
-const CALENDAR_INTERVALS = new Set([
+export const CALENDAR_INTERVALS: ReadonlySet<string> = new Set([
   "year",
   "1y",
   "quarter",

@@ -1,6 +1,5 @@
 import { topicLayout, type Config } from "../config/index.js";
-import { streamDecoder, type DeadLetterStore } from "../engine/index.js";
-import type { EventBus } from "../bus/index.js";
+import { streamDecoder } from "../engine/index.js";
 import {
   createFindRunner,
   type ExportReader,
@@ -8,11 +7,7 @@ import {
   type ObservationStore,
   type OpenedObservations,
 } from "../observations/index.js";
-import type { Logger } from "../observability/index.js";
-import { openSearchBackend } from "../opensearch/index.js";
-import type { Readiness } from "../readiness/index.js";
-import type { ThingRegistry } from "../things/index.js";
-import type { Registry } from "prom-client";
+import { openSearchBackend, type OpenSearchBackendDeps } from "../opensearch/index.js";
 
 /**
  * Where observations are kept and read, chosen once: the database (`stores.observations`), or
@@ -32,17 +27,14 @@ export interface ObservationBackend {
   close(): Promise<void>;
 }
 
-export interface ObservationBackendDeps {
+/** What the OpenSearch backend is made of, less what the configuration gives; and the database's observations. */
+export type ObservationBackendDeps = Pick<
+  OpenSearchBackendDeps,
+  "registry" | "bus" | "deadLetters" | "logger" | "metrics" | "readiness" | "clock"
+> & {
   /** The database's observations (also the embedded FIND's, which `/things/find` uses either way). */
   opened: OpenedObservations;
-  registry: ThingRegistry;
-  bus: EventBus;
-  deadLetters: DeadLetterStore;
-  logger: Logger;
-  metrics: Registry;
-  readiness: Readiness;
-  clock: () => number;
-}
+};
 
 export function openObservationBackend(config: Config, deps: ObservationBackendDeps): ObservationBackend {
   const { opened } = deps;

@@ -9,6 +9,8 @@
  */
 import { ApiError } from "../../../src/errors/index.js";
 import { planFind, runFind } from "../../../src/observations/index.js";
+// What OpenSearch 2.x reads and answers differently from 5.6: the facts the service translates by.
+import { BOUNDS_ADDED, CALENDAR_INTERVALS, EXTENDED_STATS_ADDED } from "../../../src/opensearch/index.js";
 import { bulkIndex, openSearchCall } from "../../support/opensearch.js";
 import type { ObservationBackend } from "../backends.js";
 import { indexMapping, THING_TYPES, type ObservationDoc } from "./data.js";
@@ -95,25 +97,6 @@ export function toOpenSearch(request: Json, applied: Set<string>): Json {
   return walk(request, applied) as Json;
 }
 
-const CALENDAR_UNITS = new Set([
-  "year",
-  "1y",
-  "quarter",
-  "1q",
-  "month",
-  "1M",
-  "week",
-  "1w",
-  "day",
-  "1d",
-  "hour",
-  "1h",
-  "minute",
-  "1m",
-  "second",
-  "1s",
-]);
-
 function walk(v: unknown, applied: Set<string>, key?: string): unknown {
   if (Array.isArray(v)) return v.map((e) => walk(e, applied, key));
   if (!isObject(v)) return v;
@@ -122,7 +105,7 @@ function walk(v: unknown, applied: Set<string>, key?: string): unknown {
   if (key === "date_histogram" && typeof out.interval === "string") {
     const interval = out.interval;
     delete out.interval;
-    if (CALENDAR_UNITS.has(interval)) out.calendar_interval = interval;
+    if (CALENDAR_INTERVALS.has(interval)) out.calendar_interval = interval;
     else out.fixed_interval = interval;
     applied.add("7.2 date_histogram interval → calendar_interval/fixed_interval");
   }
@@ -162,22 +145,6 @@ export function fromOpenSearch(body: Json, request: Json): Json {
   return out;
 }
 
-/** Fields later versions added to an aggregation's answer, absent from 5.6. */
-const ADDED_FIELDS: Record<string, string[]> = {
-  // 7.9 added the population and sampling variants to extended_stats.
-  extended: [
-    "variance_population",
-    "variance_sampling",
-    "std_deviation_population",
-    "std_deviation_sampling",
-    "variance_population_as_string",
-    "variance_sampling_as_string",
-    "std_deviation_population_as_string",
-    "std_deviation_sampling_as_string",
-  ],
-  bounds: ["upper_population", "lower_population", "upper_sampling", "lower_sampling"],
-};
-
 function fix(v: unknown, key?: string): unknown {
   if (Array.isArray(v)) return v.map((e) => fix(e, key === "hits" ? "hit" : undefined));
   if (!isObject(v)) return v;
@@ -190,9 +157,9 @@ function fix(v: unknown, key?: string): unknown {
   if (key === "hits" && isObject(out.total)) out.total = out.total.value;
   // 5.6 writes a null sum for stats of no values; later versions write 0.
   if (out.count === 0 && out.sum === 0 && "avg" in out) out.sum = null;
-  if ("std_deviation_bounds" in out) for (const f of ADDED_FIELDS.extended!) delete out[f];
+  if ("std_deviation_bounds" in out) for (const f of EXTENDED_STATS_ADDED) delete out[f];
   if (key === "std_deviation_bounds" || key === "std_deviation_bounds_as_string")
-    for (const f of ADDED_FIELDS.bounds!) delete out[f];
+    for (const f of BOUNDS_ADDED) delete out[f];
   // 7.? added the number of points to geo_centroid; 5.6 answers the location only.
   if (isObject(out.location) && typeof out.count === "number" && Object.keys(out).length === 2) delete out.count;
   if (key === "_shards") out.skipped = 0;
